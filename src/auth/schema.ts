@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { emailInput, passwordInput } from '../http/validate.js';
+import { workspaceNameInput } from '../workspaces/schema.js';
+
+const nameInput = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+
+export const signupBody = z.object({
+  email: emailInput,
+  password: passwordInput,
+  name: nameInput,
+  workspace_name: workspaceNameInput.optional(),
+});
+
+export const loginBody = z.object({
+  email: emailInput,
+  password: z.string().min(1, 'must not be empty').max(1024),
+});
+
+export const inviteBody = z.object({
+  email: emailInput,
+  role: z.enum(['owner', 'member'], { error: 'must be "owner" or "member"' }).default('member'),
+});
+
+const tokenInput = z.string().trim().min(1, 'must not be empty').max(200);
+
+export const acceptInviteBody = z.object({ token: tokenInput, name: nameInput, password: passwordInput });
+
+export const resetRequestBody = z.object({ email: emailInput });
+
+export const resetConfirmBody = z.object({ token: tokenInput, password: passwordInput });

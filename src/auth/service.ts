@@ -1,0 +1,117 @@
+import type { Db } from '../db/database.js';
+import { Conflict, Gone, NotFound, Unauthorized } from '../errors.js';
+import { userColumns, workspaceColumns, type Role, type User, type Workspace } from '../workspaces/model.js';
+import { hashPassword, randomToken, sha256, verifyPassword } from './crypto.js';
+import { deleteUserSessions } from './sessions.js';
+
+const INVITE_DAYS = 7;
+const RESET_MINUTES = 60;
+
+async function assertEmailFree(db: Db, email: string): Promise<void> {
+  if (await db('users').where({ email }).first('id')) throw new Conflict('That email is already taken.');
+}
+
+export async function createUser(
+  db: Db,
+  input: { email: string; password: string; name: string; workspaceId?: number; role?: Role },
+): Promise<User> {
+  await assertEmailFree(db, input.email);
+  const [user] = (await db('users')
+    .insert({
+      email: input.email,
+      name: input.name,
+      password_hash: await hashPassword(input.password),
+      workspace_id: input.workspaceId ?? null,
+      role: input.role ?? null,
+    })
+    .returning(userColumns)) as User[];
+  return user;
+}
+
+/** Checks the credentials; unknown email and wrong password give the same answer in the same time. */
+export async function checkCredentials(db: Db, email: string, password: string): Promise<{ user: User; workspace: Workspace | null }> {
+  const row = await db('users').where({ email }).first([...userColumns, 'password_hash']);
+  const ok = await verifyPassword(row?.password_hash, password);
+  if (!row || !ok) throw new Unauthorized('Invalid email or password.');
+  const { password_hash: _omit, ...user } = row;
+  const workspace = user.workspace_id
+    ? ((await db('workspaces').where({ id: user.workspace_id }).first(workspaceColumns)) as Workspace)
+    : null;
+  return { user: user as User, workspace };
+}
+
+export async function getUser(db: Db, id: number): Promise<User> {
+  const user = (await db('users').where({ id }).first(userColumns)) as User | undefined;
+  if (!user) throw new NotFound('User not found.');
+  return user;
+}
+
+export interface Invite {
+  id: number;
+  workspace_id: number;
+  email: string;
+  role: Role;
+  expires_at: Date;
+  accepted_at: Date | null;
+  created_at: Date;
+}
+
+const inviteColumns = ['id', 'workspace_id', 'email', 'role', 'expires_at', 'accepted_at', 'created_at'] as const;
+
+/** Creates an invite and returns it with its one-time token (only the hash is stored). */
+export async function createInvite(
+  db: Db,
+  input: { workspaceId: number; email: string; role: Role; invitedBy: number },
+): Promise<{ invite: Invite; token: string }> {
+  await assertEmailFree(db, input.email);
+  const token = randomToken(32);
+  const [invite] = (await db('invites')
+    .insert({
+      workspace_id: input.workspaceId,
+      email: input.email,
+      role: input.role,
+      invited_by: input.invitedBy,
+      token_hash: sha256(token),
+      expires_at: new Date(Date.now() + INVITE_DAYS * 86_400_000),
+    })
+    .returning(inviteColumns)) as Invite[];
+  return { invite, token };
+}
+
+/** Spends an invite: creates the user in the invite's workspace. 410 when expired or used, 409 when the email is taken. */
+export async function acceptInvite(db: Db, input: { token: string; name: string; password: string }): Promise<User> {
+  const invite = await db('invites').where({ token_hash: sha256(input.token) }).forUpdate().first(inviteColumns);
+  if (!invite) throw new NotFound('Invite not found.');
+  if (invite.accepted_at) throw new Gone('This invite has already been used.');
+  if (invite.expires_at.getTime() <= Date.now()) throw new Gone('This invite has expired.');
+  const user = await createUser(db, {
+    email: invite.email,
+    name: input.name,
+    password: input.password,
+    workspaceId: invite.workspace_id,
+    role: invite.role,
+  });
+  await db('invites').where({ id: invite.id }).update({ accepted_at: db.fn.now() });
+  return user;
+}
+
+/** Creates a reset token for the account with that email, or returns null when there is none. */
+export async function createPasswordReset(db: Db, email: string): Promise<{ user: User; token: string; expiresAt: Date } | null> {
+  const user = (await db('users').where({ email }).first(userColumns)) as User | undefined;
+  if (!user) return null;
+  const token = randomToken(32);
+  const expiresAt = new Date(Date.now() + RESET_MINUTES * 60_000);
+  await db('password_resets').insert({ user_id: user.id, token_hash: sha256(token), expires_at: expiresAt });
+  return { user, token, expiresAt };
+}
+
+/** Sets the new password, spends the token and revokes every session of the user. */
+export async function confirmPasswordReset(db: Db, token: string, password: string): Promise<void> {
+  const reset = await db('password_resets').where({ token_hash: sha256(token) }).forUpdate().first('id', 'user_id', 'expires_at', 'used_at');
+  if (!reset) throw new NotFound('Reset link not found.');
+  if (reset.used_at) throw new Gone('This reset link has already been used.');
+  if (reset.expires_at.getTime() <= Date.now()) throw new Gone('This reset link has expired.');
+  await db('users').where({ id: reset.user_id }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
+  await db('password_resets').where({ id: reset.id }).update({ used_at: db.fn.now() });
+  await deleteUserSessions(db, reset.user_id);
+}

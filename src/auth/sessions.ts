@@ -1,0 +1,86 @@
+import type { Context } from 'koa';
+import type { Db } from '../db/database.js';
+import type { User, Workspace } from '../workspaces/model.js';
+import { randomToken, sha256 } from './crypto.js';
+
+export const SESSION_COOKIE = 'quoting_session';
+export const SESSION_DAYS = 14;
+const SESSION_MS = SESSION_DAYS * 24 * 60 * 60 * 1000;
+
+export interface ResolvedSession {
+  id: number;
+  user: User;
+  workspace: Workspace | null;
+}
+
+/** Creates a session for the user and returns its token; only the token's hash is stored. */
+export async function createSession(db: Db, userId: number): Promise<string> {
+  const token = randomToken(32);
+  await db('sessions').insert({ token_hash: sha256(token), user_id: userId, expires_at: new Date(Date.now() + SESSION_MS) });
+  return token;
+}
+
+/** One query: the session, its user and the user's workspace. */
+export async function resolveSession(db: Db, token: string | undefined): Promise<ResolvedSession | null> {
+  if (!token || token.length > 200) return null;
+  const row = await db('sessions as s')
+    .join('users as u', 'u.id', 's.user_id')
+    .leftJoin('workspaces as w', 'w.id', 'u.workspace_id')
+    .where('s.token_hash', sha256(token))
+    .andWhere('s.expires_at', '>', db.fn.now())
+    .first(
+      's.id as session_id',
+      'u.id as user_id', 'u.email', 'u.name as user_name', 'u.workspace_id', 'u.role', 'u.created_at as user_created_at', 'u.updated_at as user_updated_at',
+      'w.name as ws_name', 'w.slug', 'w.status', 'w.trial_ends_at', 'w.public_key', 'w.created_at as ws_created_at', 'w.updated_at as ws_updated_at',
+    );
+  if (!row) return null;
+  return {
+    id: row.session_id,
+    user: {
+      id: row.user_id,
+      email: row.email,
+      name: row.user_name,
+      workspace_id: row.workspace_id,
+      role: row.role,
+      created_at: row.user_created_at,
+      updated_at: row.user_updated_at,
+    },
+    workspace:
+      row.workspace_id === null
+        ? null
+        : {
+            id: row.workspace_id,
+            name: row.ws_name,
+            slug: row.slug,
+            status: row.status,
+            trial_ends_at: row.trial_ends_at,
+            public_key: row.public_key,
+            created_at: row.ws_created_at,
+            updated_at: row.ws_updated_at,
+          },
+  };
+}
+
+export async function deleteSession(db: Db, sessionId: number): Promise<void> {
+  await db('sessions').where({ id: sessionId }).delete();
+}
+
+export async function deleteUserSessions(db: Db, userId: number): Promise<void> {
+  await db('sessions').where({ user_id: userId }).delete();
+}
+
+/** HttpOnly, SameSite=Lax, 14 days; Secure when the request came over HTTPS (also behind a trusted proxy). */
+export function setSessionCookie(ctx: Context, token: string): void {
+  ctx.cookies.set(SESSION_COOKIE, token, {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: ctx.secure,
+    maxAge: SESSION_MS,
+    path: '/',
+    overwrite: true,
+  });
+}
+
+export function clearSessionCookie(ctx: Context): void {
+  ctx.cookies.set(SESSION_COOKIE, null, { httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', overwrite: true });
+}

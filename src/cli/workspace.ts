@@ -1,0 +1,42 @@
+import { randomToken } from '../auth/crypto.js';
+import { createUser } from '../auth/service.js';
+import { emailInput, parseInput, passwordInput } from '../http/validate.js';
+import { createWorkspaceBody } from '../workspaces/schema.js';
+import { createWorkspace, findWorkspaceBySlug, rotateKeys } from '../workspaces/service.js';
+import { commandConfig, withDatabase } from './context.js';
+
+/** The options named as the operator typed them, so a 422-style message names the flag. */
+const createWorkspaceOptions = createWorkspaceBody.extend({ 'owner-email': emailInput, password: passwordInput.optional() });
+
+export async function createWorkspaceCommand(opts: Record<string, unknown>): Promise<void> {
+  const config = commandConfig(opts);
+  const input = parseInput(createWorkspaceOptions, { name: opts.name, slug: opts.slug, 'owner-email': opts.ownerEmail, password: opts.password });
+  const { name, slug } = input;
+  const email = input['owner-email'];
+  const generated = input.password === undefined;
+  const password = input.password ?? randomToken(12);
+  const { workspace, keys } = await withDatabase(config, ({ knex }) =>
+    knex.transaction(async (trx) => {
+      const owner = await createUser(trx, { email, password, name: '' });
+      return createWorkspace(trx, { name, slug, ownerId: owner.id, trialDays: config.TRIAL_DAYS });
+    }),
+  );
+  console.log(`Workspace "${workspace.name}" created (slug ${workspace.slug}, status ${workspace.status}).`);
+  console.log(`Owner:      ${email}`);
+  if (generated) console.log(`Password:   ${password}   (generated: sign in and change it)`);
+  console.log(`Public key: ${keys.public_key}`);
+  console.log(`Secret key: ${keys.secret_key}   (shown once: store it now)`);
+}
+
+export async function rotateKeysCommand(opts: Record<string, unknown>): Promise<void> {
+  const config = commandConfig(opts);
+  const slug = String(opts.workspace);
+  const keys = await withDatabase(config, async ({ knex }) => {
+    const workspace = await findWorkspaceBySlug(knex, slug);
+    if (!workspace) throw new Error(`no workspace with slug "${slug}"`);
+    return rotateKeys(knex, workspace.id);
+  });
+  console.log(`New keys for ${slug}; the old public and secret keys no longer work.`);
+  console.log(`Public key: ${keys.public_key}`);
+  console.log(`Secret key: ${keys.secret_key}   (shown once: store it now)`);
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+
+const flag = z
+  .string()
+  .trim()
+  .transform((v) => ['1', 'true', 't', 'yes', 'on'].includes(v.toLowerCase()));
+
+const optionalText = z
+  .string()
+  .trim()
+  .transform((v) => (v === '' ? undefined : v))
+  .optional();
+
+const url = (what: string) =>
+  z
+    .string()
+    .trim()
+    .refine((v) => {
+      try {
+        new URL(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, `expects ${what}`);
+
+/** Every setting of the program, read from the environment once. */
+export const configSchema = z.object({
+  PORT: z.coerce.number({ error: 'expects a port number (0-65535)' }).int().min(0).max(65535).default(3000),
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
+  APP_URL: url('an absolute URL such as https://quotes.example.com').optional(),
+  DATABASE_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db').optional().or(z.literal('').transform(() => undefined)),
+  DATA_DIR: z.string().trim().min(1).default('./data'),
+  MIGRATE_TOKEN: optionalText,
+  ADMIN_API_KEY: optionalText,
+  TRIAL_DAYS: z
+    .string()
+    .trim()
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? undefined : Number(v)))
+    .refine((v) => v === undefined || (Number.isInteger(v) && v >= 0), 'expects a whole number of days (0 or more)'),
+  TRUST_PROXY: flag.default(false),
+  SMTP_URL: url('an SMTP URL such as smtp://user:pass@mail.example.com:587').optional().or(z.literal('').transform(() => undefined)),
+  MAIL_FROM: z.string().trim().min(3).default('Quoting <no-reply@localhost>'),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent'], { error: 'expects one of debug, info, warn, error, silent' }).default('info'),
+});
+
+export type Config = z.infer<typeof configSchema> & { APP_URL: string };
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; a bad value throws one line naming the variable and what it expects. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const known = Object.fromEntries(
+    Object.keys(configSchema.shape)
+      .filter((key) => env[key] !== undefined)
+      .map((key) => [key, env[key]]),
+  );
+  const result = configSchema.safeParse(known);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const name = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(`${name} ${describe(issue.message)} (got ${JSON.stringify(env[name] ?? '')})`);
+  }
+  const config = result.data;
+  return { ...config, APP_URL: (config.APP_URL ?? `http://${hostForUrl(config.HOST)}:${config.PORT}`).replace(/\/+$/, '') };
+}
+
+function describe(message: string): string {
+  return message.startsWith('expects') ? message : `expects a valid value: ${message}`;
+}
+
+function hostForUrl(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return 'localhost';
+  return host.includes(':') ? `[${host}]` : host;
+}

@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+
+export type Db = Knex | Knex.Transaction;
+
+export interface Database {
+  knex: Knex;
+  kind: 'postgres' | 'pglite';
+  close(): Promise<void>;
+}
+
+export class DataDirInUse extends Error {}
+
+/** PostgreSQL when a URL is given, otherwise the embedded PGlite in `dataDir`. */
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolMax?: number }): Promise<Database> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolMax);
+  return openEmbedded(options.dataDir);
+}
+
+export function openPostgres(connectionString: string, poolMax = 10): Database {
+  const knex = knexFactory({
+    client: 'pg',
+    connection: { connectionString, application_name: 'quoting' },
+    pool: { min: 0, max: poolMax },
+    acquireConnectionTimeout: 10_000,
+  });
+  return { knex, kind: 'postgres', close: () => knex.destroy() };
+}
+
+/** Wraps a PGlite instance (in memory or on disk) in knex. */
+export async function openPglite(pglite: unknown, onClose: () => void = () => {}): Promise<Database> {
+  const { default: ClientPgLite } = await import('knex-pglite');
+  const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: () => ({ pglite }) as object });
+  return {
+    knex,
+    kind: 'pglite',
+    close: async () => {
+      try {
+        await knex.destroy();
+      } finally {
+        onClose();
+      }
+    },
+  };
+}
+
+async function openEmbedded(dataDir: string): Promise<Database> {
+  const dir = path.resolve(dataDir);
+  fs.mkdirSync(dir, { recursive: true });
+  const release = lockDataDir(dir);
+  try {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const pglite = new PGlite(path.join(dir, 'pglite'));
+    await pglite.waitReady;
+    return await openPglite(pglite, release);
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+/**
+ * PGlite is single-process: a second process on the same files would corrupt them.
+ * The lock file names its holder so the operator knows what to stop.
+ */
+function lockDataDir(dir: string): () => void {
+  const lockPath = path.join(dir, 'quoting.lock');
+  const holder = `${process.pid} ${process.argv.slice(2).join(' ') || 'quoting'}`.trim();
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(lockPath, holder, { flag: 'wx' });
+      const release = () => {
+        process.removeListener('exit', release);
+        try {
+          if (fs.readFileSync(lockPath, 'utf8') === holder) fs.unlinkSync(lockPath);
+        } catch {
+          /* already gone */
+        }
+      };
+      process.once('exit', release);
+      return release;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const [pidText, ...command] = fs.readFileSync(lockPath, 'utf8').split(' ');
+      const pid = Number(pidText);
+      if (isAlive(pid)) {
+        throw new DataDirInUse(
+          `The embedded database in ${dir} is in use by process ${pid} (quoting ${command.join(' ')}). ` +
+            `Stop that process first, or set DATABASE_URL to use PostgreSQL, which allows several processes. Lock file: ${lockPath}`,
+        );
+      }
+      fs.unlinkSync(lockPath); // left behind by a process that died
+    }
+  }
+  throw new DataDirInUse(`Could not lock the embedded database in ${dir}.`);
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

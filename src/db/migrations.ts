@@ -1,0 +1,42 @@
+import fs from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import path from 'node:path';
+import type { Knex } from 'knex';
+
+const migrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+interface MigrationFile {
+  name: string;
+  file: string;
+}
+
+/** Migrations are the compiled files of migrations/, tracked by file name (without extension). */
+const source: Knex.MigrationSource<MigrationFile> = {
+  async getMigrations() {
+    return fs
+      .readdirSync(migrationsDir)
+      .filter((file) => file.endsWith('.js'))
+      .sort()
+      .map((file) => ({ name: file.replace(/\.js$/, ''), file: path.join(migrationsDir, file) }));
+  },
+  getMigrationName: (migration) => migration.name,
+  getMigration: (migration) => import(pathToFileURL(migration.file).href),
+};
+
+const config: Knex.MigratorConfig = { migrationSource: source, tableName: 'knex_migrations' };
+
+export interface MigrationStatus {
+  applied: string[];
+  pending: string[];
+}
+
+export async function migrationStatus(knex: Knex): Promise<MigrationStatus> {
+  const [completed, pending] = (await knex.migrate.list(config)) as [{ name: string }[], MigrationFile[]];
+  return { applied: completed.map((m) => m.name), pending: pending.map((m) => m.name) };
+}
+
+/** Applies pending migrations and returns their names (empty when none were pending). */
+export async function migrateLatest(knex: Knex): Promise<string[]> {
+  const [, applied] = (await knex.migrate.latest(config)) as [number, string[]];
+  return applied;
+}

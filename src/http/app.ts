@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import Koa, { type Context, type Next } from 'koa';
+import { HttpError, isDatabaseUnavailable } from '../errors.js';
+import { errorFields, log } from '../log.js';
+import { Api } from './api.js';
+import { authenticator } from './auth.js';
+import { bodyParser } from './body.js';
+import type { AppDeps } from './deps.js';
+import { buildOpenApi } from './openapi.js';
+import { authRoutes } from '../auth/routes.js';
+import { workspaceRoutes } from '../workspaces/routes.js';
+import { opsRoutes } from '../ops/routes.js';
+
+/** The HTTP app: the versioned JSON API under /api/v1 plus /healthz. */
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: deps.config.TRUST_PROXY });
+  const api = new Api(authenticator(deps.db, deps.config));
+  for (const register of [authRoutes, workspaceRoutes, opsRoutes]) register(api, deps);
+
+  let openapi: string | undefined;
+  api.router.get('/openapi.json', (ctx) => {
+    openapi ??= JSON.stringify(buildOpenApi(api.routes, deps.config.APP_URL));
+    ctx.type = 'application/json';
+    ctx.body = openapi;
+  });
+
+  app.use(requestContext);
+  app.use(bodyParser);
+  app.use(healthz(deps));
+  app.use(api.router.routes());
+  app.use(notFound);
+  app.on('error', () => {}); // errors are answered and logged by requestContext
+  return app;
+}
+
+/** Request id, access log, and the one place errors become `{error, data?}`. */
+async function requestContext(ctx: Context, next: Next): Promise<void> {
+  const given = ctx.get('x-request-id');
+  const requestId = /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+  ctx.state.requestId = requestId;
+  ctx.set('X-Request-Id', requestId);
+  const started = performance.now();
+  try {
+    await next();
+  } catch (err) {
+    const { status, body } = errorResponse(err, ctx, requestId);
+    ctx.status = status;
+    ctx.body = body;
+  }
+  // The path only: query strings may carry credentials (?token=, ?key=).
+  log.info('request', { request_id: requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) });
+}
+
+function errorResponse(err: unknown, ctx: Context, requestId: string): { status: number; body: { error: string; data?: unknown } } {
+  if (err instanceof HttpError) return { status: err.status, body: err.data ? { error: err.message, data: err.data } : { error: err.message } };
+  if (isDatabaseUnavailable(err)) {
+    log.error('database unavailable', { request_id: requestId, ...errorFields(err) });
+    return { status: 503, body: { error: 'The database is unavailable; try again shortly.' } };
+  }
+  const e = err as { status?: number; expose?: boolean; message?: string; code?: string };
+  if (e.code === '23505') return { status: 409, body: { error: 'A record with the same unique value already exists.' } };
+  if (typeof e.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) return { status: e.status, body: { error: e.message ?? 'Bad request.' } };
+  log.error('unhandled error', { request_id: requestId, method: ctx.method, path: ctx.path, ...errorFields(err) });
+  return { status: 500, body: { error: `Something went wrong on our side (request ${requestId}).` } };
+}
+
+function healthz({ db }: AppDeps) {
+  return async (ctx: Context, next: Next) => {
+    if (ctx.path !== '/healthz') return next();
+    try {
+      await db.raw('select 1');
+      ctx.body = { status: 'ok' };
+    } catch (err) {
+      log.error('health check failed', errorFields(err));
+      ctx.status = 503;
+      ctx.body = { status: 'unavailable', error: 'The database is unavailable.' };
+    }
+  };
+}
+
+/** Reached only when nothing else answered: a JSON 404, under /api/v1 and elsewhere. */
+async function notFound(ctx: Context): Promise<void> {
+  ctx.status = 404;
+  ctx.body = { error: `No such endpoint: ${ctx.method} ${ctx.path}` };
+}

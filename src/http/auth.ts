@@ -1,0 +1,123 @@
+import type { Context } from 'koa';
+import type { Knex } from 'knex';
+import { Conflict, Forbidden, PaymentRequired, Unauthorized } from '../errors.js';
+import { lockReason, type Role, type User, type Workspace } from '../workspaces/model.js';
+import { resolveSession, SESSION_COOKIE } from '../auth/sessions.js';
+import { findByPublicKey, findBySecretKey } from '../workspaces/service.js';
+import { safeEqual } from '../auth/crypto.js';
+import type { Config } from '../config.js';
+
+/**
+ * How an endpoint is authenticated:
+ * - `none`: open.
+ * - `session:any`: any valid session (logout), even of a locked workspace.
+ * - `session:user`: a signed-in user, with or without a workspace.
+ * - `session`: a signed-in user of a workspace; `session:owner` also requires the owner role.
+ * - `public`: `Authorization: Public <pk_live_…>`; `public|query` also accepts `?key=`.
+ * - `secret`: `Authorization: Bearer <sk_live_…>`.
+ * - `migrate`, `admin`: the ops credentials.
+ */
+export type AuthKind = 'none' | 'session:any' | 'session:user' | 'session' | 'session:owner' | 'public' | 'public|query' | 'secret' | 'migrate' | 'admin';
+
+export class Principal {
+  constructor(
+    private readonly _user: User | null,
+    private readonly _workspace: Workspace | null,
+    readonly sessionId: number | null = null,
+  ) {}
+
+  static readonly anonymous = new Principal(null, null);
+
+  get user(): User {
+    if (!this._user) throw new Unauthorized();
+    return this._user;
+  }
+
+  get workspace(): Workspace {
+    if (!this._workspace) throw new Conflict('No workspace yet.');
+    return this._workspace;
+  }
+
+  get maybeWorkspace(): Workspace | null {
+    return this._workspace;
+  }
+
+  get role(): Role | null {
+    return this._user?.role ?? null;
+  }
+}
+
+export function authenticator(db: Knex, config: Config) {
+  return async function authenticate(ctx: Context, kind: AuthKind): Promise<Principal> {
+    switch (kind) {
+      case 'none':
+        return Principal.anonymous;
+      case 'session:any':
+      case 'session:user':
+      case 'session':
+      case 'session:owner': {
+        const session = await resolveSession(db, ctx.cookies.get(SESSION_COOKIE));
+        if (!session) throw new Unauthorized('Not signed in.');
+        const principal = new Principal(session.user, session.workspace, session.id);
+        if (kind === 'session:any') return principal;
+        if (kind !== 'session:user' && !session.workspace) throw new Conflict('No workspace yet.');
+        assertUnlocked(session.workspace);
+        if (kind === 'session:owner' && principal.role !== 'owner') throw new Forbidden('Only a workspace owner may do this.');
+        return principal;
+      }
+      case 'public':
+      case 'public|query': {
+        const key = bearerOf(ctx, 'Public') ?? (kind === 'public|query' && !ctx.get('authorization') ? queryKey(ctx) : undefined);
+        if (!key) throw new Unauthorized('A public key is required: send "Authorization: Public <key>".');
+        const workspace = key.startsWith('pk_live_') ? await findByPublicKey(db, key) : null;
+        if (!workspace) throw new Unauthorized('Invalid public key.');
+        assertUnlocked(workspace);
+        return new Principal(null, workspace);
+      }
+      case 'secret': {
+        const key = bearerOf(ctx, 'Bearer');
+        if (!key) throw new Unauthorized('A secret key is required: send "Authorization: Bearer <key>".');
+        const workspace = key.startsWith('sk_live_') ? await findBySecretKey(db, key) : null;
+        if (!workspace) throw new Unauthorized('Invalid secret key.');
+        assertUnlocked(workspace);
+        return new Principal(null, workspace);
+      }
+      case 'migrate':
+        checkOpsCredential(config.MIGRATE_TOKEN, ctx.get('x-migrate-token') || queryString(ctx, 'token'), 'MIGRATE_TOKEN', 'migrate token');
+        return Principal.anonymous;
+      case 'admin':
+        checkOpsCredential(config.ADMIN_API_KEY, ctx.get('x-admin-key') || queryString(ctx, 'key'), 'ADMIN_API_KEY', 'admin key');
+        return Principal.anonymous;
+    }
+  };
+}
+
+function assertUnlocked(workspace: Workspace | null): void {
+  const reason = workspace && lockReason(workspace);
+  if (reason) throw new PaymentRequired(`${reason} The workspace is locked.`);
+}
+
+/** The credential after `scheme` in the Authorization header; another scheme (the prefixes mixed up) is 401. */
+function bearerOf(ctx: Context, scheme: 'Public' | 'Bearer'): string | undefined {
+  const header = ctx.get('authorization').trim();
+  if (!header) return undefined;
+  const [given, credential] = header.split(/\s+/, 2);
+  if (given.toLowerCase() !== scheme.toLowerCase() || !credential) {
+    throw new Unauthorized(`Wrong authorization scheme: this endpoint takes "Authorization: ${scheme} <key>".`);
+  }
+  return credential;
+}
+
+function queryKey(ctx: Context): string | undefined {
+  return queryString(ctx, 'key') || undefined;
+}
+
+function queryString(ctx: Context, name: string): string {
+  const value = ctx.query[name];
+  return typeof value === 'string' ? value : '';
+}
+
+function checkOpsCredential(expected: string | undefined, given: string, variable: string, what: string): void {
+  if (!expected) throw new Forbidden(`This endpoint is disabled: set ${variable} to enable it.`);
+  if (!given || !safeEqual(given, expected)) throw new Unauthorized(`Invalid or missing ${what}.`);
+}

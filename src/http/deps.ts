@@ -1,0 +1,10 @@
+import type { Knex } from 'knex';
+import type { Config } from '../config.js';
+import type { Mailer } from '../mail/mailer.js';
+
+/** What the HTTP app needs from the outside world; built by `quoting serve` or by a test. */
+export interface AppDeps {
+  db: Knex;
+  config: Config;
+  mailer: Mailer | null;
+}

@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import type { RouteDef } from './api.js';
+import type { AuthKind } from './auth.js';
+
+type JsonSchema = Record<string, unknown>;
+
+function toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _omit, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  return json;
+}
+
+const security: Record<AuthKind, Record<string, string[]>[]> = {
+  none: [],
+  'session:any': [{ session: [] }],
+  'session:user': [{ session: [] }],
+  session: [{ session: [] }],
+  'session:owner': [{ session: [] }],
+  public: [{ publicKey: [] }],
+  'public|query': [{ publicKey: [] }, { publicKeyQuery: [] }],
+  secret: [{ secretKey: [] }],
+  migrate: [{ migrateToken: [] }, { migrateTokenQuery: [] }],
+  admin: [{ adminKey: [] }, { adminKeyQuery: [] }],
+};
+
+const authErrors: Record<AuthKind, Record<number, string>> = {
+  none: {},
+  'session:any': { 401: 'No valid session' },
+  'session:user': { 401: 'No valid session', 402: 'Workspace locked' },
+  session: { 401: 'No valid session', 402: 'Workspace locked', 409: 'No workspace yet' },
+  'session:owner': { 401: 'No valid session', 402: 'Workspace locked', 403: 'Owner only', 409: 'No workspace yet' },
+  public: { 401: 'Missing or invalid public key', 402: 'Workspace locked' },
+  'public|query': { 401: 'Missing or invalid public key', 402: 'Workspace locked' },
+  secret: { 401: 'Missing or invalid secret key', 402: 'Workspace locked' },
+  migrate: { 401: 'Wrong migrate token', 403: 'MIGRATE_TOKEN unset: endpoint disabled' },
+  admin: { 401: 'Wrong admin key', 403: 'ADMIN_API_KEY unset: endpoint disabled' },
+};
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+/** The OpenAPI 3.1 document of the JSON API, built from the same route definitions and zod schemas that serve it. */
+export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl: string): JsonSchema {
+  const paths: Record<string, Record<string, unknown>> = {
+    '/healthz': {
+      get: {
+        summary: 'Health check for load balancers: 200 when the database answers, 503 otherwise',
+        tags: ['Ops'],
+        operationId: 'healthz',
+        responses: {
+          200: { description: 'Healthy', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] } } } },
+          503: errorResponse('Database unavailable'),
+        },
+      },
+    },
+    '/api/v1/openapi.json': {
+      get: { summary: 'This document', tags: ['Ops'], operationId: 'openapi', responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
+    },
+  };
+  for (const route of routes) {
+    const path = `/api/v1${route.path}`;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema: { type: 'integer', minimum: 1 },
+    }));
+    const queryParams = route.query ? queryParameters(toSchema(route.query, 'input')) : [];
+    const status = route.status ?? 200;
+    for (const method of methods) {
+      const operation: Record<string, unknown> = {
+        summary: route.summary,
+        ...(route.description ? { description: route.description } : {}),
+        tags: [route.tag],
+        operationId: `${method}${route.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+        security: security[route.auth],
+        parameters: [...pathParams, ...queryParams],
+        responses: {
+          [status]: {
+            description: 'Success',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  properties: { version: { const: 'v1' }, data: toSchema(route.response, 'output') },
+                  required: ['version', 'data'],
+                },
+              },
+            },
+          },
+          ...(pathParams.length ? { 400: errorResponse('Malformed id'), 404: errorResponse('Not found (also for a record of another workspace)') } : {}),
+          ...Object.fromEntries(Object.entries({ ...authErrors[route.auth], ...(route.body ? { 422: 'Validation failed; the message names the field' } : {}), ...route.errors }).map(([code, text]) => [code, errorResponse(text!)])),
+          500: errorResponse('Unexpected error (logged with a request id)'),
+          503: errorResponse('Database unavailable, or a feature not configured'),
+        },
+      };
+      if (route.body) {
+        const schema = toSchema(route.body, 'input');
+        operation.requestBody = {
+          required: true,
+          content: { 'application/json': { schema }, 'application/x-www-form-urlencoded': { schema } },
+        };
+      }
+      paths[path] = { ...paths[path], [method]: operation };
+    }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Quoting API',
+      version: 'v1',
+      description:
+        'Quotes, orders, customers, products and sales channels. Success bodies are `{version: "v1", data: {...}}`; errors are `{error: "..."}` (some add `data`). ' +
+        'Request bodies may be JSON or form-encoded; a malformed JSON body is read as empty. PUT and PATCH are both partial updates.',
+    },
+    servers: [{ url: serverUrl }],
+    paths,
+    components: {
+      schemas: {
+        Error: {
+          type: 'object',
+          properties: { error: { type: 'string', description: 'Human-readable; display it as it stands' }, data: { type: 'object' } },
+          required: ['error'],
+        },
+      },
+      securitySchemes: {
+        session: { type: 'apiKey', in: 'cookie', name: 'quoting_session', description: 'Set by POST /api/v1/auth/login' },
+        publicKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: '`Authorization: Public pk_live_…`' },
+        publicKeyQuery: { type: 'apiKey', in: 'query', name: 'key', description: 'The public key as `?key=` (public read endpoints and quote lookup only)' },
+        secretKey: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer sk_live_…`' },
+        migrateToken: { type: 'apiKey', in: 'header', name: 'X-Migrate-Token' },
+        migrateTokenQuery: { type: 'apiKey', in: 'query', name: 'token' },
+        adminKey: { type: 'apiKey', in: 'header', name: 'X-Admin-Key' },
+        adminKeyQuery: { type: 'apiKey', in: 'query', name: 'key' },
+      },
+    },
+  };
+}
+
+function queryParameters(schema: JsonSchema): JsonSchema[] {
+  const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((schema.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, property]) => ({
+    name,
+    in: 'query',
+    required: required.has(name),
+    schema: property,
+    ...(property.description ? { description: property.description } : {}),
+  }));
+}

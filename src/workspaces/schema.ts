@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { timestamp, id } from '../http/schemas.js';
+
+export const workspaceOut = z.object({
+  id,
+  name: z.string(),
+  slug: z.string(),
+  status: z.enum(['trialing', 'active', 'suspended']),
+  trial_ends_at: timestamp.nullable(),
+  public_key: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const keysOut = z.object({
+  public_key: z.string().describe('pk_live_…: safe to embed in web pages'),
+  secret_key: z.string().describe('sk_live_…: shown this once; store it safely'),
+});
+
+export const userOut = z.object({
+  id,
+  email: z.string(),
+  name: z.string(),
+  workspace_id: id.nullable(),
+  role: z.enum(['owner', 'member']).nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const slugInput = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$/, 'must be 1-48 lower-case letters, digits or dashes, not starting or ending with a dash');
+
+export const workspaceNameInput = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+
+export const createWorkspaceBody = z.object({
+  name: workspaceNameInput,
+  slug: slugInput.optional(),
+});
+
+export const adminWorkspaceOut = workspaceOut.extend({ users: z.number().int(), owner_email: z.string().nullable() });
+
+export const adminWorkspacePatch = z.object({
+  status: z.enum(['trialing', 'active', 'suspended']).optional(),
+  trial_ends_at: z
+    .union([z.string(), z.null()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === null || v === '') return v === '' ? null : v;
+      const date = new Date(v);
+      if (Number.isNaN(date.getTime())) {
+        ctx.addIssue({ code: 'custom', message: 'must be a date, e.g. 2026-12-31T00:00:00Z' });
+        return z.NEVER;
+      }
+      return date;
+    }),
+});

@@ -1,0 +1,127 @@
+import type { Db } from '../db/database.js';
+import { Conflict, NotFound } from '../errors.js';
+import { randomToken, safeEqual, sha256 } from '../auth/crypto.js';
+import { workspaceColumns, type Workspace, type WorkspaceStatus } from './model.js';
+
+export interface KeyPair {
+  public_key: string;
+  secret_key: string;
+}
+
+function newKeyPair(): KeyPair {
+  return { public_key: `pk_live_${randomToken(24)}`, secret_key: `sk_live_${randomToken(32)}` };
+}
+
+export function slugify(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40)
+    .replace(/-+$/, '');
+  return slug || 'workspace';
+}
+
+async function freeSlug(db: Db, base: string): Promise<string> {
+  const taken = new Set(
+    (await db('workspaces').where('slug', base).orWhere('slug', 'like', `${base}-%`).pluck('slug')) as string[],
+  );
+  if (!taken.has(base)) return base;
+  for (let n = 2; ; n++) if (!taken.has(`${base}-${n}`)) return `${base}-${n}`;
+}
+
+/**
+ * Creates a workspace owned by `ownerId` and returns it with its keys (the secret is shown this once).
+ * `trialDays` undefined starts the workspace `active`; otherwise `trialing` until the trial ends.
+ */
+export async function createWorkspace(
+  db: Db,
+  input: { name: string; slug?: string; ownerId: number; trialDays?: number },
+): Promise<{ workspace: Workspace; keys: KeyPair }> {
+  const owner = await db('users').where({ id: input.ownerId }).forUpdate().first('workspace_id');
+  if (owner?.workspace_id) throw new Conflict('You already have a workspace.');
+  let slug = input.slug;
+  if (slug) {
+    if (await db('workspaces').where({ slug }).first('id')) throw new Conflict(`The slug "${slug}" is already taken.`);
+  } else {
+    slug = await freeSlug(db, slugify(input.name));
+  }
+  const keys = newKeyPair();
+  const trialing = input.trialDays !== undefined;
+  const [workspace] = (await db('workspaces')
+    .insert({
+      name: input.name,
+      slug,
+      status: trialing ? 'trialing' : 'active',
+      trial_ends_at: trialing ? new Date(Date.now() + input.trialDays! * 86_400_000) : null,
+      public_key: keys.public_key,
+      secret_key_hash: sha256(keys.secret_key),
+    })
+    .returning(workspaceColumns)) as Workspace[];
+  await db('users').where({ id: input.ownerId }).update({ workspace_id: workspace.id, role: 'owner', updated_at: db.fn.now() });
+  return { workspace, keys };
+}
+
+export async function getWorkspace(db: Db, id: number): Promise<Workspace> {
+  const workspace = (await db('workspaces').where({ id }).first(workspaceColumns)) as Workspace | undefined;
+  if (!workspace) throw new NotFound('Workspace not found.');
+  return workspace;
+}
+
+export async function findWorkspaceBySlug(db: Db, slug: string): Promise<Workspace | undefined> {
+  return (await db('workspaces').where({ slug }).first(workspaceColumns)) as Workspace | undefined;
+}
+
+/** Issues a new key pair; the old public and secret keys stop working at once. */
+export async function rotateKeys(db: Db, workspaceId: number): Promise<KeyPair> {
+  const keys = newKeyPair();
+  const updated = await db('workspaces')
+    .where({ id: workspaceId })
+    .update({ public_key: keys.public_key, secret_key_hash: sha256(keys.secret_key), updated_at: db.fn.now() });
+  if (!updated) throw new NotFound('Workspace not found.');
+  return keys;
+}
+
+export async function findByPublicKey(db: Db, key: string): Promise<Workspace | null> {
+  const workspace = (await db('workspaces').where({ public_key: key }).first(workspaceColumns)) as Workspace | undefined;
+  return workspace && safeEqual(workspace.public_key, key) ? workspace : null;
+}
+
+/** Looks the key up by its SHA-256 hash, then compares the hashes in constant time. */
+export async function findBySecretKey(db: Db, key: string): Promise<Workspace | null> {
+  const hash = sha256(key);
+  const row = await db('workspaces').where({ secret_key_hash: hash }).first([...workspaceColumns, 'secret_key_hash']);
+  if (!row || !safeEqual(row.secret_key_hash, hash)) return null;
+  const { secret_key_hash: _omit, ...workspace } = row;
+  return workspace as Workspace;
+}
+
+export interface WorkspaceSummary extends Workspace {
+  users: number;
+  owner_email: string | null;
+}
+
+export async function listWorkspaces(db: Db): Promise<WorkspaceSummary[]> {
+  return (await db('workspaces as w')
+    .select(workspaceColumns.map((c) => `w.${c}`))
+    .select(
+      db.raw('(select count(*)::int from users u where u.workspace_id = w.id) as users'),
+      db.raw(`(select u.email from users u where u.workspace_id = w.id and u.role = 'owner' order by u.id limit 1) as owner_email`),
+    )
+    .orderBy('w.id')) as WorkspaceSummary[];
+}
+
+export async function updateWorkspaceStatus(
+  db: Db,
+  id: number,
+  changes: { status?: WorkspaceStatus; trial_ends_at?: Date | null },
+): Promise<Workspace> {
+  const [workspace] = (await db('workspaces')
+    .where({ id })
+    .update({ ...changes, updated_at: db.fn.now() })
+    .returning(workspaceColumns)) as Workspace[];
+  if (!workspace) throw new NotFound('Workspace not found.');
+  return workspace;
+}
