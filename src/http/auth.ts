@@ -15,15 +15,29 @@ import type { Config } from '../config.js';
  * - `session`: a signed-in user of a workspace; `session:owner` also requires the owner role.
  * - `public`: `Authorization: Public <pk_live_…>`; `public|query` also accepts `?key=`.
  * - `secret`: `Authorization: Bearer <sk_live_…>`.
+ * - `key`: either of the two header forms, each with its own kind of key.
  * - `migrate`, `admin`: the ops credentials.
  */
-export type AuthKind = 'none' | 'session:any' | 'session:user' | 'session' | 'session:owner' | 'public' | 'public|query' | 'secret' | 'migrate' | 'admin';
+export type AuthKind =
+  | 'none'
+  | 'session:any'
+  | 'session:user'
+  | 'session'
+  | 'session:owner'
+  | 'public'
+  | 'public|query'
+  | 'secret'
+  | 'key'
+  | 'migrate'
+  | 'admin';
 
 export class Principal {
   constructor(
     private readonly _user: User | null,
     private readonly _workspace: Workspace | null,
     readonly sessionId: number | null = null,
+    /** Which key authenticated the call, for key-authenticated endpoints. */
+    readonly keyType: 'public' | 'secret' | null = null,
   ) {}
 
   static readonly anonymous = new Principal(null, null);
@@ -67,20 +81,20 @@ export function authenticator(db: Knex, config: Config) {
       }
       case 'public':
       case 'public|query': {
-        const key = bearerOf(ctx, 'Public') ?? (kind === 'public|query' && !ctx.get('authorization') ? queryKey(ctx) : undefined);
+        const key = credentialOf(ctx, 'Public') ?? (kind === 'public|query' && !ctx.get('authorization') ? queryKey(ctx) : undefined);
         if (!key) throw new Unauthorized('A public key is required: send "Authorization: Public <key>".');
-        const workspace = key.startsWith('pk_live_') ? await findByPublicKey(db, key) : null;
-        if (!workspace) throw new Unauthorized('Invalid public key.');
-        assertUnlocked(workspace);
-        return new Principal(null, workspace);
+        return keyPrincipal(db, 'Public', key);
       }
       case 'secret': {
-        const key = bearerOf(ctx, 'Bearer');
+        const key = credentialOf(ctx, 'Bearer');
         if (!key) throw new Unauthorized('A secret key is required: send "Authorization: Bearer <key>".');
-        const workspace = key.startsWith('sk_live_') ? await findBySecretKey(db, key) : null;
-        if (!workspace) throw new Unauthorized('Invalid secret key.');
-        assertUnlocked(workspace);
-        return new Principal(null, workspace);
+        return keyPrincipal(db, 'Bearer', key);
+      }
+      case 'key': {
+        const scheme = /^\s*public\s/i.test(ctx.get('authorization')) ? 'Public' : 'Bearer';
+        const key = credentialOf(ctx, scheme);
+        if (!key) throw new Unauthorized('A key is required: send "Authorization: Public <public key>" or "Authorization: Bearer <secret key>".');
+        return keyPrincipal(db, scheme, key);
       }
       case 'migrate':
         checkOpsCredential(config.MIGRATE_TOKEN, ctx.get('x-migrate-token') || queryString(ctx, 'token'), 'MIGRATE_TOKEN', 'migrate token');
@@ -92,13 +106,24 @@ export function authenticator(db: Knex, config: Config) {
   };
 }
 
+/** `Public` takes only a pk_live_ key and `Bearer` only an sk_live_ key: mixing them up is 401. */
+async function keyPrincipal(db: Knex, scheme: 'Public' | 'Bearer', key: string): Promise<Principal> {
+  const isPublic = scheme === 'Public';
+  const workspace = isPublic
+    ? key.startsWith('pk_live_') ? await findByPublicKey(db, key) : null
+    : key.startsWith('sk_live_') ? await findBySecretKey(db, key) : null;
+  if (!workspace) throw new Unauthorized(isPublic ? 'Invalid public key.' : 'Invalid secret key.');
+  assertUnlocked(workspace);
+  return new Principal(null, workspace, null, isPublic ? 'public' : 'secret');
+}
+
 function assertUnlocked(workspace: Workspace | null): void {
   const reason = workspace && lockReason(workspace);
   if (reason) throw new PaymentRequired(`${reason} The workspace is locked.`);
 }
 
 /** The credential after `scheme` in the Authorization header; another scheme (the prefixes mixed up) is 401. */
-function bearerOf(ctx: Context, scheme: 'Public' | 'Bearer'): string | undefined {
+function credentialOf(ctx: Context, scheme: 'Public' | 'Bearer'): string | undefined {
   const header = ctx.get('authorization').trim();
   if (!header) return undefined;
   const [given, credential] = header.split(/\s+/, 2);

@@ -18,6 +18,7 @@ const security: Record<AuthKind, Record<string, string[]>[]> = {
   public: [{ publicKey: [] }],
   'public|query': [{ publicKey: [] }, { publicKeyQuery: [] }],
   secret: [{ secretKey: [] }],
+  key: [{ publicKey: [] }, { secretKey: [] }],
   migrate: [{ migrateToken: [] }, { migrateTokenQuery: [] }],
   admin: [{ adminKey: [] }, { adminKeyQuery: [] }],
 };
@@ -31,6 +32,7 @@ const authErrors: Record<AuthKind, Record<number, string>> = {
   public: { 401: 'Missing or invalid public key', 402: 'Workspace locked' },
   'public|query': { 401: 'Missing or invalid public key', 402: 'Workspace locked' },
   secret: { 401: 'Missing or invalid secret key', 402: 'Workspace locked' },
+  key: { 401: 'Missing or invalid key, or the prefixes mixed up', 402: 'Workspace locked' },
   migrate: { 401: 'Wrong migrate token', 403: 'MIGRATE_TOKEN unset: endpoint disabled' },
   admin: { 401: 'Wrong admin key', 403: 'ADMIN_API_KEY unset: endpoint disabled' },
 };

@@ -33,13 +33,26 @@ export function workspaceRoutes(api: Api, { db, config }: AppDeps): void {
   );
 
   api.route(
+    {
+      method: 'get', path: '/auth/key', tag, auth: 'key',
+      summary: 'Identify the workspace of a key: `Authorization: Public pk_live_…` or `Authorization: Bearer sk_live_…`',
+      description: 'Lets an integration check its credentials. Returns only what is public about the workspace.',
+      response: z.object({ key_type: z.enum(['public', 'secret']), workspace: workspaceOut.pick({ id: true, name: true, slug: true, status: true }) }),
+    },
+    async ({ auth }) => {
+      const { id, name, slug, status } = auth.workspace;
+      return { key_type: auth.keyType, workspace: { id, name, slug, status } };
+    },
+  );
+
+  api.route(
     { method: 'get', path: '/admin/workspaces', tag: 'Ops', auth: 'admin', summary: 'Every workspace of this instance, with its user count and owner', response: z.object({ workspaces: z.array(adminWorkspaceOut) }) },
     async () => ({ workspaces: await listWorkspaces(db) }),
   );
 
   api.route(
     {
-      method: 'patch', path: '/admin/workspaces/{id}', tag: 'Ops', auth: 'admin', body: adminWorkspacePatch,
+      method: ['patch', 'put'], path: '/admin/workspaces/{id}', tag: 'Ops', auth: 'admin', body: adminWorkspacePatch,
       summary: "Change a workspace's status or trial end (suspend, reactivate, extend a trial)",
       response: z.object({ workspace: workspaceOut }),
     },

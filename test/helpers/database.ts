@@ -1,0 +1,100 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import knexFactory from 'knex';
+import { PGlite } from '@electric-sql/pglite';
+import { openPglite, openPostgres, type Database } from '../../src/db/database.js';
+import { migrateLatest } from '../../src/db/migrations.js';
+
+const migrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+/** Changes whenever a migration changes, so cached snapshots and templates are rebuilt. */
+function migrationsHash(): string {
+  const hash = crypto.createHash('sha256');
+  for (const file of fs.readdirSync(migrationsDir).filter((f) => f.endsWith('.js')).sort()) {
+    hash.update(file).update(fs.readFileSync(path.join(migrationsDir, file)));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
+
+export interface TestDatabase extends Database {
+  /** A connection string for other processes (PostgreSQL only). */
+  url?: string;
+}
+
+/** A fresh, migrated database for one test file: in-memory PGlite, or PostgreSQL with TEST_DATABASE_URL. */
+export async function freshDatabase(): Promise<TestDatabase> {
+  return usingPostgres ? freshPostgres(process.env.TEST_DATABASE_URL!) : freshPglite();
+}
+
+/** Migrating PGlite takes seconds; a migrated data directory is cached and loaded instead. */
+async function freshPglite(): Promise<TestDatabase> {
+  const cacheDir = path.join(os.tmpdir(), 'quoting-test-cache');
+  const snapshot = path.join(cacheDir, `pglite-${migrationsHash()}.tar.gz`);
+  if (!fs.existsSync(snapshot)) {
+    const pglite = new PGlite();
+    const db = await openPglite(pglite);
+    await migrateLatest(db.knex);
+    const dump = await pglite.dumpDataDir('gzip');
+    await db.close();
+    fs.mkdirSync(cacheDir, { recursive: true });
+    const tmp = `${snapshot}.${process.pid}.${crypto.randomUUID()}`;
+    fs.writeFileSync(tmp, Buffer.from(await dump.arrayBuffer()));
+    fs.renameSync(tmp, snapshot);
+  }
+  const pglite = new PGlite({ loadDataDir: new Blob([fs.readFileSync(snapshot)]) });
+  await pglite.waitReady;
+  return openPglite(pglite);
+}
+
+/** Each test file gets its own database, copied from a migrated template. */
+async function freshPostgres(baseUrl: string): Promise<TestDatabase> {
+  const admin = knexFactory({ client: 'pg', connection: baseUrl, pool: { min: 1, max: 1 } });
+  const template = `quoting_tpl_${migrationsHash()}`;
+  const name = `quoting_t_${crypto.randomBytes(6).toString('hex')}`;
+  try {
+    await admin.raw('select pg_advisory_lock(727201)');
+    const exists = await admin('pg_database').where({ datname: template }).first('datname');
+    if (!exists) {
+      await admin.raw('create database ??', [template]);
+      const db = openPostgres(withDatabase(baseUrl, template), 1);
+      try {
+        await migrateLatest(db.knex);
+      } catch (err) {
+        await db.close();
+        await admin.raw('drop database if exists ??', [template]);
+        throw err;
+      }
+      await db.close();
+    }
+    await admin.raw('create database ?? template ??', [name, template]);
+    await admin.raw('select pg_advisory_unlock(727201)');
+  } finally {
+    await admin.destroy();
+  }
+  const url = withDatabase(baseUrl, name);
+  const db = openPostgres(url, 10);
+  return {
+    ...db,
+    url,
+    close: async () => {
+      await db.close();
+      const cleanup = knexFactory({ client: 'pg', connection: baseUrl, pool: { min: 0, max: 1 } });
+      try {
+        await cleanup.raw('drop database if exists ?? with (force)', [name]);
+      } finally {
+        await cleanup.destroy();
+      }
+    },
+  };
+}
+
+export function withDatabase(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
