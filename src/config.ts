@@ -49,11 +49,14 @@ export type Config = z.infer<typeof configSchema> & { APP_URL: string };
 
 export class ConfigError extends Error {}
 
-/** Parses the environment; a bad value throws one line naming the variable and what it expects. */
+/**
+ * Parses the environment; a bad value throws one line naming the variable and what it expects.
+ * A blank variable (`PORT=` in an env file) counts as unset and takes the default.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const known = Object.fromEntries(
     Object.keys(configSchema.shape)
-      .filter((key) => env[key] !== undefined)
+      .filter((key) => env[key] !== undefined && env[key].trim() !== '')
       .map((key) => [key, env[key]]),
   );
   const result = configSchema.safeParse(known);

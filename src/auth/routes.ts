@@ -8,10 +8,11 @@ import { timestamp, id } from '../http/schemas.js';
 import { acceptInviteBody, inviteBody, loginBody, resetConfirmBody, resetRequestBody, signupBody } from './schema.js';
 import { acceptInvite, checkCredentials, confirmPasswordReset, createInvite, createPasswordReset, createUser } from './service.js';
 import { clearSessionCookie, createSession, deleteSession, setSessionCookie } from './sessions.js';
+import { authChanged } from './session-cache.js';
 
 const inviteOut = z.object({ id, workspace_id: id, email: z.string(), role: z.enum(['owner', 'member']), expires_at: timestamp, accepted_at: timestamp.nullable(), created_at: timestamp });
 
-export function authRoutes(api: Api, { db, config, mailer }: AppDeps): void {
+export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDeps): void {
   const tag = 'Auth';
 
   api.route(
@@ -51,6 +52,7 @@ export function authRoutes(api: Api, { db, config, mailer }: AppDeps): void {
     { method: 'post', path: '/auth/logout', tag, auth: 'session:any', summary: 'Sign out: deletes the session and clears the cookie', response: z.object({}) },
     async ({ ctx, auth }) => {
       await deleteSession(db, auth.sessionId!);
+      await authChanged(db, sessionCache, { sessionId: auth.sessionId! });
       clearSessionCookie(ctx);
       return {};
     },
@@ -117,7 +119,9 @@ export function authRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       const mail = requireMailer(mailer);
       const reset = await createPasswordReset(db, body.email);
       if (reset) {
-        await mail.send({
+        // Sent in the background (mailer.send logs a failure): neither the status nor the time taken
+        // may tell whether the account exists.
+        void mail.send({
           to: reset.user.email,
           ...renderMail('password-reset', {
             name: reset.user.name || reset.user.email,
@@ -125,7 +129,7 @@ export function authRoutes(api: Api, { db, config, mailer }: AppDeps): void {
             token: reset.token,
             expires: reset.expiresAt.toISOString(),
           }),
-        });
+        }).catch(() => undefined);
       }
       return {};
     },
@@ -139,7 +143,8 @@ export function authRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       errors: { 404: 'Unknown reset token', 410: 'Reset link expired or already used' },
     },
     async ({ body }) => {
-      await db.transaction((trx) => confirmPasswordReset(trx, body.token, body.password));
+      const userId = await db.transaction((trx) => confirmPasswordReset(trx, body.token, body.password));
+      await authChanged(db, sessionCache, { userId });
       return {};
     },
   );

@@ -105,13 +105,15 @@ export async function createPasswordReset(db: Db, email: string): Promise<{ user
   return { user, token, expiresAt };
 }
 
-/** Sets the new password, spends the token and revokes every session of the user. */
-export async function confirmPasswordReset(db: Db, token: string, password: string): Promise<void> {
+/** Sets the new password, spends the token (and the user's other outstanding ones) and revokes every session of the user. */
+export async function confirmPasswordReset(db: Db, token: string, password: string): Promise<number> {
   const reset = await db('password_resets').where({ token_hash: sha256(token) }).forUpdate().first('id', 'user_id', 'expires_at', 'used_at');
   if (!reset) throw new NotFound('Reset link not found.');
   if (reset.used_at) throw new Gone('This reset link has already been used.');
   if (reset.expires_at.getTime() <= Date.now()) throw new Gone('This reset link has expired.');
   await db('users').where({ id: reset.user_id }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
-  await db('password_resets').where({ id: reset.id }).update({ used_at: db.fn.now() });
+  // Spends this link and every other outstanding one of the user: an older mail must not reset the new password.
+  await db('password_resets').where({ user_id: reset.user_id }).whereNull('used_at').update({ used_at: db.fn.now() });
   await deleteUserSessions(db, reset.user_id);
+  return reset.user_id;
 }

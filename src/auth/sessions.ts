@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Db } from '../db/database.js';
 import type { User, Workspace } from '../workspaces/model.js';
 import { randomToken, sha256 } from './crypto.js';
+import type { SessionCache } from './session-cache.js';
 
 export const SESSION_COOKIE = 'quoting_session';
 export const SESSION_DAYS = 14;
@@ -9,6 +10,7 @@ const SESSION_MS = SESSION_DAYS * 24 * 60 * 60 * 1000;
 
 export interface ResolvedSession {
   id: number;
+  expiresAt: Date;
   user: User;
   workspace: Workspace | null;
 }
@@ -20,22 +22,32 @@ export async function createSession(db: Db, userId: number): Promise<string> {
   return token;
 }
 
-/** One query: the session, its user and the user's workspace. */
-export async function resolveSession(db: Db, token: string | undefined): Promise<ResolvedSession | null> {
+/** The session of a cookie token: from the cache, or one query for the session, its user and the user's workspace. */
+export async function resolveSession(db: Db, token: string | undefined, cache?: SessionCache): Promise<ResolvedSession | null> {
   if (!token || token.length > 200) return null;
+  const tokenHash = sha256(token);
+  const cached = cache?.get(tokenHash);
+  if (cached) return cached;
+  const session = await loadSession(db, tokenHash);
+  if (session) cache?.set(tokenHash, session);
+  return session;
+}
+
+async function loadSession(db: Db, tokenHash: string): Promise<ResolvedSession | null> {
   const row = await db('sessions as s')
     .join('users as u', 'u.id', 's.user_id')
     .leftJoin('workspaces as w', 'w.id', 'u.workspace_id')
-    .where('s.token_hash', sha256(token))
+    .where('s.token_hash', tokenHash)
     .andWhere('s.expires_at', '>', db.fn.now())
     .first(
-      's.id as session_id',
+      's.id as session_id', 's.expires_at',
       'u.id as user_id', 'u.email', 'u.name as user_name', 'u.workspace_id', 'u.role', 'u.created_at as user_created_at', 'u.updated_at as user_updated_at',
       'w.name as ws_name', 'w.slug', 'w.status', 'w.trial_ends_at', 'w.public_key', 'w.created_at as ws_created_at', 'w.updated_at as ws_updated_at',
     );
   if (!row) return null;
   return {
     id: row.session_id,
+    expiresAt: row.expires_at,
     user: {
       id: row.user_id,
       email: row.email,

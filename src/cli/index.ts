@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 
 /**
@@ -7,11 +8,12 @@ import { Command, CommanderError, Option } from 'commander';
 export function buildProgram(): Command {
   const program = new Command('quoting')
     .description('Quotes, orders, customers, products and sales channels: a self-hosted, multi-tenant service.')
-    .version(process.env.npm_package_version ?? '0.1.0', '-V, --version')
+    .version(packageVersion(), '-V, --version')
     .addOption(new Option('--env-file <path>', 'read settings from this env file first (also QUOTING_ENV_FILE)'))
     .showSuggestionAfterError()
     .exitOverride()
-    .configureOutput({ outputError: (text, write) => write(text.trimEnd() + " (see 'quoting --help')\n") });
+    // One line per error: commander puts "(Did you mean …?)" on a line of its own.
+    .configureOutput({ outputError: (text, write) => write(text.trim().replace(/\s*\n\s*/g, ' ') + " (see 'quoting --help')\n") });
 
   program
     .command('serve')
@@ -46,6 +48,12 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** This package's version (npm_package_version would be that of whichever package runs the script). */
+function packageVersion(): string {
+  const manifest = JSON.parse(fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return manifest.version;
+}
+
 type Action = (opts: Record<string, unknown>) => Promise<void>;
 
 function run(action: Action) {
@@ -66,8 +74,9 @@ export async function main(argv: string[]): Promise<void> {
 
 function exitCodeFor(err: unknown): number {
   if (err instanceof CommanderError) {
-    // commander already printed its message; help and version are not failures.
-    return ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code) ? 0 : 2;
+    // commander already printed its message; help and version are not failures, but help shown
+    // because a command is incomplete (`quoting workspace`) is a usage error like the others.
+    return err.exitCode === 0 ? 0 : 2;
   }
   process.stderr.write(`error: ${describe(err)}\n`);
   return 1;

@@ -1,26 +1,28 @@
 import type { Server } from 'node:http';
-import { migrateLatest, migrationStatus } from '../db/migrations.js';
 import { openDatabase } from '../db/database.js';
 import { createApp } from '../http/app.js';
 import { createMailer } from '../mail/mailer.js';
 import { log } from '../log.js';
-import { commandConfig } from './context.js';
+import { listenForAuthChanges, SessionCache } from '../auth/session-cache.js';
+import { commandConfig, ensureSchema } from './context.js';
 
 export async function serve(opts: Record<string, unknown>): Promise<void> {
-  const env = { ...process.env };
-  if (opts.port !== undefined) env.PORT = String(opts.port);
-  if (opts.host !== undefined) env.HOST = String(opts.host);
-  process.env = env;
+  // Set in the real environment (not a copy assigned to process.env), so an env file loaded next still reaches it.
+  if (opts.port !== undefined) process.env.PORT = String(opts.port);
+  if (opts.host !== undefined) process.env.HOST = String(opts.host);
   const config = commandConfig(opts);
   const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
   try {
-    await applyMigrations(database.kind, database.knex, Boolean(opts.migrate));
+    await ensureSchema(database, Boolean(opts.migrate));
   } catch (err) {
     await database.close();
     throw err;
   }
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
-  const app = createApp({ db: database.knex, config, mailer });
+  const sessionCache = new SessionCache();
+  // Other processes on the same PostgreSQL (more servers, the CLI) announce auth changes by NOTIFY.
+  const stopListening = config.DATABASE_URL ? listenForAuthChanges(config.DATABASE_URL, sessionCache) : async () => {};
+  const app = createApp({ db: database.knex, config, mailer, sessionCache });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.PORT, config.HOST, () => resolve(s)).once('error', reject);
   }).catch(async (err: NodeJS.ErrnoException) => {
@@ -38,27 +40,15 @@ export async function serve(opts: Record<string, unknown>): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info('stopping', { signal });
-    server.close();
+    // Let requests in flight finish (up to 10 s) before the database goes away under them.
+    const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
     mailer?.close();
+    await stopListening();
     await database.close();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
-}
-
-/** The embedded database migrates itself; PostgreSQL, shared with other processes, only when asked. */
-async function applyMigrations(kind: 'postgres' | 'pglite', knex: Parameters<typeof migrateLatest>[0], migrate: boolean): Promise<void> {
-  if (kind === 'postgres' && !migrate) {
-    const { pending } = await migrationStatus(knex);
-    if (pending.length > 0) {
-      throw new Error(
-        `${pending.length} migration(s) pending (${pending.join(', ')}); run 'quoting migrate' first, or start with 'quoting serve --migrate'`,
-      );
-    }
-    return;
-  }
-  const applied = await migrateLatest(knex);
-  if (applied.length) log.info('migrations applied', { applied });
 }

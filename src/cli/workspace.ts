@@ -3,6 +3,7 @@ import { createUser } from '../auth/service.js';
 import { emailInput, parseInput, passwordInput } from '../http/validate.js';
 import { createWorkspaceBody } from '../workspaces/schema.js';
 import { createWorkspace, findWorkspaceBySlug, rotateKeys } from '../workspaces/service.js';
+import { authChanged } from '../auth/session-cache.js';
 import { commandConfig, withDatabase } from './context.js';
 
 /** The options named as the operator typed them, so a 422-style message names the flag. */
@@ -20,6 +21,7 @@ export async function createWorkspaceCommand(opts: Record<string, unknown>): Pro
       const owner = await createUser(trx, { email, password, name: '' });
       return createWorkspace(trx, { name, slug, ownerId: owner.id, trialDays: config.TRIAL_DAYS });
     }),
+    { needsSchema: true },
   );
   console.log(`Workspace "${workspace.name}" created (slug ${workspace.slug}, status ${workspace.status}).`);
   console.log(`Owner:      ${email}`);
@@ -34,8 +36,10 @@ export async function rotateKeysCommand(opts: Record<string, unknown>): Promise<
   const keys = await withDatabase(config, async ({ knex }) => {
     const workspace = await findWorkspaceBySlug(knex, slug);
     if (!workspace) throw new Error(`no workspace with slug "${slug}"`);
-    return rotateKeys(knex, workspace.id);
-  });
+    const keys = await rotateKeys(knex, workspace.id);
+    await authChanged(knex, null, { workspaceId: workspace.id }); // running servers drop cached sessions showing the old public key
+    return keys;
+  }, { needsSchema: true });
   console.log(`New keys for ${slug}; the old public and secret keys no longer work.`);
   console.log(`Public key: ${keys.public_key}`);
   console.log(`Secret key: ${keys.secret_key}   (shown once: store it now)`);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import { log } from '../log.js';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -9,6 +10,14 @@ export interface Database {
   kind: 'postgres' | 'pglite';
   close(): Promise<void>;
 }
+
+/** knex's own messages go through our logger: one line, no stack. */
+const knexLog = {
+  warn: (message: unknown) => log.warn(`knex: ${String(message)}`),
+  error: (message: unknown) => log.error(`knex: ${String(message)}`),
+  deprecate: (message: unknown) => log.debug(`knex: ${String(message)}`),
+  debug: (message: unknown) => log.debug(`knex: ${String(message)}`),
+};
 
 export class DataDirInUse extends Error {}
 
@@ -24,20 +33,28 @@ export function openPostgres(connectionString: string, poolMax = 10): Database {
     connection: { connectionString, application_name: 'quoting' },
     pool: { min: 0, max: poolMax },
     acquireConnectionTimeout: 10_000,
+    log: knexLog,
   });
   return { knex, kind: 'postgres', close: () => knex.destroy() };
 }
 
+interface ClosablePglite {
+  closed: boolean;
+  close(): Promise<void>;
+}
+
 /** Wraps a PGlite instance (in memory or on disk) in knex. */
-export async function openPglite(pglite: unknown, onClose: () => void = () => {}): Promise<Database> {
+export async function openPglite(pglite: ClosablePglite, onClose: () => void = () => {}): Promise<Database> {
   const { default: ClientPgLite } = await import('knex-pglite');
-  const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: () => ({ pglite }) as object });
+  const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: () => ({ pglite }) as object, log: knexLog });
   return {
     knex,
     kind: 'pglite',
     close: async () => {
       try {
         await knex.destroy();
+        // knex closes PGlite only if it ever connected; an unused instance would keep the process alive.
+        if (!pglite.closed) await pglite.close();
       } finally {
         onClose();
       }

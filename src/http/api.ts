@@ -66,8 +66,8 @@ export class Api {
     const querySchema = def.query ?? empty;
     for (const method of methods) {
       this.router[method](koaPath, async (ctx: Context) => {
-        const params = parseIds(ctx.params as Record<string, string>);
         const auth = await this.authenticate(ctx, def.auth);
+        const params = parseIds(ctx.params as Record<string, string>);
         const body = parseInput(bodySchema, ctx.request.body ?? {});
         const query = parseInput(querySchema, ctx.query);
         const result = await handler({ ctx, body, query, params, auth } as HandlerInput<B, Q>);

@@ -14,8 +14,7 @@ import { opsRoutes } from '../ops/routes.js';
 /** The HTTP app: the versioned JSON API under /api/v1 plus /healthz. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
-  const api = new Api(authenticator(deps.db, deps.config));
-  for (const register of [authRoutes, workspaceRoutes, opsRoutes]) register(api, deps);
+  const api = buildApi(deps);
 
   let openapi: string | undefined;
   api.router.get('/openapi.json', (ctx) => {
@@ -31,6 +30,13 @@ export function createApp(deps: AppDeps): Koa {
   app.use(notFound);
   app.on('error', () => {}); // errors are answered and logged by requestContext
   return app;
+}
+
+/** Every endpoint of the versioned API, registered once; the OpenAPI document is built from the same list. */
+export function buildApi(deps: AppDeps): Api {
+  const api = new Api(authenticator(deps.db, deps.config, deps.sessionCache));
+  for (const register of [authRoutes, workspaceRoutes, opsRoutes]) register(api, deps);
+  return api;
 }
 
 /** Request id, access log, and the one place errors become `{error, data?}`. */

@@ -6,6 +6,7 @@ import { resolveSession, SESSION_COOKIE } from '../auth/sessions.js';
 import { findByPublicKey, findBySecretKey } from '../workspaces/service.js';
 import { safeEqual } from '../auth/crypto.js';
 import type { Config } from '../config.js';
+import type { SessionCache } from '../auth/session-cache.js';
 
 /**
  * How an endpoint is authenticated:
@@ -61,7 +62,7 @@ export class Principal {
   }
 }
 
-export function authenticator(db: Knex, config: Config) {
+export function authenticator(db: Knex, config: Config, sessionCache: SessionCache | null = null) {
   return async function authenticate(ctx: Context, kind: AuthKind): Promise<Principal> {
     switch (kind) {
       case 'none':
@@ -70,7 +71,7 @@ export function authenticator(db: Knex, config: Config) {
       case 'session:user':
       case 'session':
       case 'session:owner': {
-        const session = await resolveSession(db, ctx.cookies.get(SESSION_COOKIE));
+        const session = await resolveSession(db, ctx.cookies.get(SESSION_COOKIE), sessionCache ?? undefined);
         if (!session) throw new Unauthorized('Not signed in.');
         const principal = new Principal(session.user, session.workspace, session.id);
         if (kind === 'session:any') return principal;
@@ -91,7 +92,7 @@ export function authenticator(db: Knex, config: Config) {
         return keyPrincipal(db, 'Bearer', key);
       }
       case 'key': {
-        const scheme = /^\s*public\s/i.test(ctx.get('authorization')) ? 'Public' : 'Bearer';
+        const scheme = /^\s*public\b/i.test(ctx.get('authorization')) ? 'Public' : 'Bearer';
         const key = credentialOf(ctx, scheme);
         if (!key) throw new Unauthorized('A key is required: send "Authorization: Public <public key>" or "Authorization: Bearer <secret key>".');
         return keyPrincipal(db, scheme, key);

@@ -21,8 +21,8 @@ const parser = koaBody({
 
 /**
  * Parses JSON, form-encoded and multipart bodies into `ctx.request.body` as one plain object.
- * A form-encoded body whose text is a JSON object (what `curl -d '{...}'` sends) is read as that
- * object; form fields win over JSON keys of the same name.
+ * A form-encoded body may carry both at once: a JSON object (what `curl -d '{...}'` sends),
+ * optionally followed by `&field=value` pairs, which win over JSON keys of the same name.
  */
 export async function bodyParser(ctx: Context, next: Next): Promise<void> {
   await parser(ctx, async () => {
@@ -33,14 +33,25 @@ export async function bodyParser(ctx: Context, next: Next): Promise<void> {
 
 function normaliseBody(ctx: Context): Record<string, unknown> {
   const body = ctx.request.body as unknown;
+  if (ctx.is('multipart') && isObject(body)) {
+    // formidable gives every field as an array of values; a single value is the value itself.
+    return Object.fromEntries(Object.entries(body).map(([key, value]) => [key, Array.isArray(value) && value.length === 1 ? value[0] : value]));
+  }
   if (ctx.is('urlencoded') && isObject(body)) {
     const raw = typeof ctx.request.rawBody === 'string' ? ctx.request.rawBody.trim() : '';
-    const json = raw.startsWith('{') ? parseObject(raw) : undefined;
-    if (!json) return { ...body };
-    const form = Object.fromEntries(Object.entries(body).filter(([key]) => key !== raw && !key.startsWith('{')));
-    return { ...json, ...form };
+    return (raw.startsWith('{') && jsonThenForm(raw)) || { ...body };
   }
   return isObject(body) ? body : {};
+}
+
+/** `{"a":1,"b":2}&b=3` → `{a: 1, b: "3"}`: a JSON object, then form fields that win over its keys. */
+function jsonThenForm(raw: string): Record<string, unknown> | undefined {
+  for (let end = raw.indexOf('}'); end !== -1; end = raw.indexOf('}', end + 1)) {
+    if (end + 1 < raw.length && raw[end + 1] !== '&') continue;
+    const json = parseObject(raw.slice(0, end + 1));
+    if (json) return { ...json, ...Object.fromEntries(new URLSearchParams(raw.slice(end + 2))) };
+  }
+  return undefined;
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {

@@ -47,14 +47,21 @@ export function requireMailer(mailer: Mailer | null): Mailer {
 const templatesDir = fileURLToPath(new URL('../../../templates/mail/', import.meta.url));
 const cache = new Map<string, string>();
 
-/** Renders templates/mail/<name>.txt: the first line is the subject, the rest the body; `{{key}}` is replaced. */
+/**
+ * Renders templates/mail/<name>.txt: the first line is the subject, the rest the body; `{{key}}` is replaced.
+ * The template is split before it is filled, so a value with a line break (a workspace name) cannot move
+ * text between subject and body; line breaks in the subject become spaces.
+ */
 export function renderMail(name: string, vars: Record<string, string>): { subject: string; text: string } {
   let template = cache.get(name);
   if (template === undefined) {
     template = fs.readFileSync(`${templatesDir}${name}.txt`, 'utf8');
     cache.set(name, template);
   }
-  const filled = template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => vars[key] ?? '');
-  const [subject, ...body] = filled.split('\n');
-  return { subject: subject.replace(/^Subject:\s*/, ''), text: body.join('\n').trimStart() };
+  const fill = (text: string) => text.replace(/\{\{(\w+)\}\}/g, (_, key: string) => vars[key] ?? '');
+  const [subject, ...body] = template.split('\n');
+  return {
+    subject: fill(subject.replace(/^Subject:\s*/, '')).replace(/\s+/g, ' ').trim(),
+    text: fill(body.join('\n').trimStart()),
+  };
 }

@@ -5,6 +5,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createMailer } from '../../src/mail/mailer.js';
 import { setLogLevel } from '../../src/log.js';
+import { SessionCache } from '../../src/auth/session-cache.js';
 import { Client } from './client.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 
@@ -15,6 +16,8 @@ export interface TestApp {
   db: Knex;
   database: TestDatabase;
   config: Config;
+  /** The app's session cache: a test that edits sessions, users or workspaces in SQL evicts it, as the app's own writes do. */
+  sessionCache: SessionCache;
   client(): Client;
   close(): Promise<void>;
 }
@@ -28,12 +31,14 @@ export async function startApp(env: Record<string, string> = {}, database?: Test
   const url = `http://127.0.0.1:${port}`;
   const config = loadConfig({ APP_URL: url, PORT: String(port), ...env });
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
-  server.on('request', createApp({ db: db.knex, config, mailer }).callback());
+  const sessionCache = new SessionCache();
+  server.on('request', createApp({ db: db.knex, config, mailer, sessionCache }).callback());
   return {
     url,
     db: db.knex,
     database: db,
     config,
+    sessionCache,
     client: () => new Client(url),
     close: async () => {
       server.closeAllConnections();

@@ -1,0 +1,181 @@
+/** Shared pieces of the benchmark scripts: statistics, a table printer, a throwaway database, child servers. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (the scripts run from dist/bench/). */
+export const root = fileURLToPath(new URL('../../', import.meta.url));
+export const bin = fileURLToPath(new URL('../../bin/quoting', import.meta.url));
+
+// ---------------------------------------------------------------- statistics
+
+/** Nearest-rank percentile of unsorted samples (q in 0..100). */
+export function percentile(samples: number[], q: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.ceil((q / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+export const median = (samples: number[]) => percentile(samples, 50);
+export const ms = (value: number, digits = 1) => `${value.toFixed(digits)} ms`;
+
+// ---------------------------------------------------------------- output
+
+/** Prints rows as an aligned text table; the first row is the header. */
+export function printTable(title: string, rows: (string | number)[][]): void {
+  const cells = rows.map((row) => row.map(String));
+  const widths = cells[0].map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
+  const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
+  console.log(`\n${title}`);
+  console.log(line(cells[0]));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of cells.slice(1)) console.log(line(row));
+}
+
+export function note(text: string): void {
+  console.log(text);
+}
+
+// ---------------------------------------------------------------- cleanup
+
+const cleanups: (() => Promise<void>)[] = [];
+
+/** Registers a cleanup step; steps run last-registered first, on success, failure or Ctrl-C. */
+export function onCleanup(step: () => Promise<void>): void {
+  cleanups.push(step);
+}
+
+let cleaning: Promise<void> | undefined;
+
+/** Runs the cleanup steps once, however many times it is called (Ctrl-C and a failing run may race). */
+function runCleanups(): Promise<void> {
+  cleaning ??= (async () => {
+    while (cleanups.length) {
+      try {
+        await cleanups.pop()!();
+      } catch (err) {
+        console.error(`cleanup failed: ${(err as Error).message}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+
+/** Runs a benchmark, always cleans up, and exits by itself (0; 1 on error; 130 on Ctrl-C). */
+export function runBench(main: () => Promise<void>): void {
+  let interrupted = false;
+  process.once('SIGINT', () => {
+    interrupted = true;
+    console.error('\ninterrupted; cleaning up');
+    void runCleanups().then(() => process.exit(130));
+  });
+  main()
+    .catch((err) => {
+      if (interrupted) return; // the servers were stopped under it; not a failure worth a stack
+      console.error(`benchmark failed: ${(err as Error).stack ?? err}`);
+      process.exitCode = 1;
+    })
+    .then(runCleanups)
+    .then(() => {
+      if (!interrupted) process.exit();
+    });
+}
+
+// ---------------------------------------------------------------- database
+
+/** The PostgreSQL server to create the throwaway database on. */
+export const baseDatabaseUrl =
+  process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * A fresh, migrated PostgreSQL database (copied from the test suite's migrated template), dropped at cleanup.
+ * Returns its connection string for the server process.
+ */
+export async function freshPostgresUrl(): Promise<string> {
+  process.env.TEST_DATABASE_URL = baseDatabaseUrl; // read by the helper when it loads
+  const { freshDatabase } = await import('../test/helpers/database.js');
+  const database = await freshDatabase();
+  onCleanup(() => database.close()); // closes this process's (idle) pool and drops the database, with force
+  return database.url!;
+}
+
+// ---------------------------------------------------------------- child servers
+
+export interface ChildServer {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a server as a child process and waits for it to print its address
+ * (`http://host:port` on stdout). Stopped with SIGTERM at cleanup.
+ */
+export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: string): Promise<ChildServer> {
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  onCleanup(stop);
+  const url = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within 30 s; output: ${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /http:\/\/[\w.:[\]-]+:\d+/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        child.stdout!.resume(); // keep draining whatever else it prints
+        resolve(match[0]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited early (${signal ?? code}); output: ${output}`));
+    });
+  });
+  return { url, child, stop };
+}
+
+/** `node bin/quoting serve` on a free port over the given database, logging warnings and errors only. */
+export function startQuoting(databaseUrl: string): Promise<ChildServer> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+  delete env.QUOTING_ENV_FILE;
+  delete env.PORT;
+  delete env.APP_URL;
+  return startChild([bin, 'serve', '--port', '0'], env, 'quoting serve');
+}
+
+// ---------------------------------------------------------------- HTTP
+
+export interface Account {
+  email: string;
+  password: string;
+  cookie: string;
+}
+
+/** Signs up a user with a workspace and returns the session cookie (`quoting_session=…`). */
+export async function signUp(baseUrl: string): Promise<Account> {
+  const email = `bench.${process.pid}.${Date.now()}@example.com`;
+  const password = 'correct horse battery staple';
+  const res = await fetch(`${baseUrl}/api/v1/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password, name: 'Bench User', workspace_name: 'Bench Co' }),
+  });
+  const text = await res.text();
+  if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${text}`);
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .find((pair) => pair.startsWith('quoting_session='));
+  if (!cookie) throw new Error('signup set no quoting_session cookie');
+  return { email, password, cookie };
+}

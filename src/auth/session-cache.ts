@@ -1,0 +1,108 @@
+import type { Knex } from 'knex';
+import type { ResolvedSession } from './sessions.js';
+import { log } from '../log.js';
+
+/** What changed: one session, every session of a user, every session of a workspace's users, or anything. */
+export type AuthScope = { sessionId: number } | { userId: number } | { workspaceId: number } | 'all';
+
+const CHANNEL = 'quoting_auth';
+
+/**
+ * Resolved sessions by token hash, so that an authenticated request needs no database round trip.
+ * Whatever changes a session, a user or a workspace calls `authChanged`: the entry goes at once in
+ * this process, and a NOTIFY (sent after commit) evicts it in every other server process. The TTL
+ * is the backstop for a process that missed a notification.
+ */
+export class SessionCache {
+  private readonly entries = new Map<string, { session: ResolvedSession; until: number }>();
+  /** Set while changes from other processes cannot be heard: nothing is cached or served from cache. */
+  bypass = false;
+
+  constructor(
+    private readonly ttlMs = 30_000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  get(tokenHash: string): ResolvedSession | undefined {
+    const entry = this.bypass ? undefined : this.entries.get(tokenHash);
+    if (!entry) return undefined;
+    const now = Date.now();
+    if (entry.until <= now || entry.session.expiresAt.getTime() <= now) {
+      this.entries.delete(tokenHash);
+      return undefined;
+    }
+    return entry.session;
+  }
+
+  set(tokenHash: string, session: ResolvedSession): void {
+    if (this.ttlMs <= 0 || this.bypass) return;
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(tokenHash, { session, until: Date.now() + this.ttlMs });
+  }
+
+  evict(scope: AuthScope): void {
+    if (scope === 'all') return this.entries.clear();
+    for (const [hash, { session }] of this.entries) {
+      if (
+        ('sessionId' in scope && session.id === scope.sessionId) ||
+        ('userId' in scope && session.user.id === scope.userId) ||
+        ('workspaceId' in scope && session.workspace?.id === scope.workspaceId)
+      ) {
+        this.entries.delete(hash);
+      }
+    }
+  }
+}
+
+/** Call after the change has committed: evicts locally and tells every other server process. */
+export async function authChanged(db: Knex, cache: SessionCache | null, scope: AuthScope): Promise<void> {
+  cache?.evict(scope);
+  try {
+    await db.raw('select pg_notify(?, ?)', [CHANNEL, JSON.stringify(scope)]);
+  } catch (err) {
+    log.warn('could not notify other processes of an auth change', { error: (err as Error).message });
+  }
+}
+
+/**
+ * On PostgreSQL, listens for auth changes made by other processes. While the listening connection
+ * is down, the cache is emptied and bypassed, so nothing stale is served.
+ */
+export function listenForAuthChanges(connectionString: string, cache: SessionCache): () => Promise<void> {
+  let stopped = false;
+  let client: import('pg').Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    const { default: pg } = await import('pg');
+    const next = new pg.Client({ connectionString, application_name: 'quoting-auth-listener' });
+    next.on('notification', (message) => {
+      try {
+        cache.evict(JSON.parse(message.payload ?? '"all"') as AuthScope);
+      } catch {
+        cache.evict('all');
+      }
+    });
+    next.on('error', () => reconnect());
+    next.on('end', () => reconnect());
+    client = next;
+    await next.connect();
+    await next.query(`LISTEN ${CHANNEL}`);
+    cache.bypass = false;
+  };
+  const reconnect = () => {
+    cache.bypass = true;
+    cache.evict('all');
+    if (stopped || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      connect().catch(() => reconnect());
+    }, 1000);
+  };
+  cache.bypass = true;
+  connect().catch(() => reconnect());
+  return async () => {
+    stopped = true;
+    if (retry) clearTimeout(retry);
+    await client?.end().catch(() => undefined);
+  };
+}

@@ -1,0 +1,152 @@
+import test from 'ava';
+import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
+import { openPostgres } from '../src/db/database.js';
+import { setLogLevel } from '../src/log.js';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startApp({ ADMIN_API_KEY: 'admin-secret' });
+});
+test.after.always(() => app?.close());
+
+test('success bodies are the v1 envelope; errors are flat', async (t) => {
+  const owner = await signUpOwner(app);
+  const ok = await owner.client.get('/api/v1/workspace');
+  t.deepEqual(Object.keys(ok.body).sort(), ['data', 'version']);
+  t.is(ok.body.version, 'v1');
+  t.is(ok.body.data.workspace.id, owner.workspace.id);
+  t.regex(ok.headers.get('content-type')!, /^application\/json/);
+  const err = await app.client().get('/api/v1/workspace');
+  t.is(err.status, 401);
+  t.deepEqual(Object.keys(err.body), ['error']);
+  t.is(typeof err.body.error, 'string');
+});
+
+test('form-encoded bodies are accepted like JSON', async (t) => {
+  const email = uniqueEmail();
+  const res = await app.client().request('POST', '/api/v1/auth/signup', { form: { email, password: 'form password', name: 'Form' } });
+  t.is(res.status, 201);
+  t.is(res.body.data.user.email, email);
+  t.is(res.body.data.user.name, 'Form');
+});
+
+test('multipart form fields are accepted like JSON', async (t) => {
+  const email = uniqueEmail();
+  const form = new FormData();
+  form.set('email', email);
+  form.set('password', 'multipart password');
+  form.set('name', 'Multi');
+  const res = await fetch(`${app.url}/api/v1/auth/signup`, { method: 'POST', body: form });
+  t.is(res.status, 201);
+  t.is((await res.json()).data.user.name, 'Multi');
+});
+
+test('JSON and form fields at once: form fields win', async (t) => {
+  const email = uniqueEmail();
+  const raw = `${JSON.stringify({ email, password: 'json password', name: 'From JSON' })}&name=From+form`;
+  const res = await app.client().request('POST', '/api/v1/auth/signup', { raw, contentType: 'application/x-www-form-urlencoded' });
+  t.is(res.status, 201);
+  t.is(res.body.data.user.name, 'From form');
+  t.is(res.body.data.user.email, email);
+  // A JSON object sent with the form content type (what `curl -d` does) is read as JSON.
+  const login = await app.client().request('POST', '/api/v1/auth/login', { raw: JSON.stringify({ email, password: 'json password' }), contentType: 'application/x-www-form-urlencoded' });
+  t.is(login.status, 200);
+});
+
+test('malformed JSON is an empty body: 422 names the missing field', async (t) => {
+  const res = await app.client().request('POST', '/api/v1/auth/login', { raw: '{"email": "a@b.co", "password": ', contentType: 'application/json' });
+  t.is(res.status, 422);
+  t.regex(res.body.error, /email/);
+  const array = await app.client().request('POST', '/api/v1/auth/login', { raw: '[1,2]', contentType: 'application/json' });
+  t.is(array.status, 422);
+  t.regex(array.body.error, /email/);
+});
+
+test('422 messages name the field', async (t) => {
+  const res = await app.client().post('/api/v1/auth/signup', { email: uniqueEmail(), password: 'short', name: 'X' });
+  t.is(res.status, 422);
+  t.regex(res.body.error, /^password/);
+  const bad = await app.client().post('/api/v1/auth/signup', { email: 'not-an-email', password: 'long enough!', name: 'X' });
+  t.is(bad.status, 422);
+  t.regex(bad.body.error, /^email/);
+  const wrongType = await app.client().post('/api/v1/auth/signup', { email: uniqueEmail(), password: 1234567890123, name: 'X' });
+  t.is(wrongType.status, 422);
+  t.regex(wrongType.body.error, /^password/);
+});
+
+test('unknown /api/v1 paths answer a JSON 404, and the API never redirects', async (t) => {
+  const res = await app.client().get('/api/v1/nope');
+  t.is(res.status, 404);
+  t.regex(res.body.error, /\/api\/v1\/nope/);
+  const wrongMethod = await app.client().request('DELETE', '/api/v1/auth/login');
+  t.is(wrongMethod.status, 404);
+  t.truthy(wrongMethod.body.error);
+  const slash = await app.client().get('/api/v1/auth/me/');
+  t.true(slash.status < 300 || slash.status >= 400, `no redirect (got ${slash.status})`);
+  t.is(slash.headers.get('location'), null);
+});
+
+test('bad ids are 400; unknown ids 404', async (t) => {
+  const headers = { 'x-admin-key': 'admin-secret' };
+  const bad = await app.client().patch('/api/v1/admin/workspaces/abc', { status: 'active' }, { headers });
+  t.is(bad.status, 400);
+  t.regex(bad.body.error, /id/);
+  const missing = await app.client().patch('/api/v1/admin/workspaces/999999', { status: 'active' }, { headers });
+  t.is(missing.status, 404);
+});
+
+test('every response carries a request id; a given one is echoed', async (t) => {
+  const res = await app.client().get('/healthz', { headers: { 'x-request-id': 'trace-123' } });
+  t.is(res.headers.get('x-request-id'), 'trace-123');
+  const other = await app.client().get('/healthz');
+  t.regex(other.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
+});
+
+test('/healthz answers 200 {status: "ok"} while the database answers', async (t) => {
+  const res = await app.client().get('/healthz');
+  t.is(res.status, 200);
+  t.deepEqual(res.body, { status: 'ok' });
+});
+
+test.serial('an unexpected error is a generic 500, logged with the request id and no stack to the client', async (t) => {
+  const isolated = await startApp();
+  t.teardown(() => isolated.close());
+  await isolated.db.schema.renameTable('sessions', 'sessions_gone');
+  const lines: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  setLogLevel('error');
+  process.stderr.write = ((chunk: string) => {
+    lines.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  let res;
+  try {
+    res = await isolated.client().get('/api/v1/auth/me', { headers: { cookie: 'quoting_session=abc' } });
+  } finally {
+    process.stderr.write = write;
+    setLogLevel('silent');
+  }
+  t.is(res.status, 500);
+  const requestId = res.headers.get('x-request-id')!;
+  t.deepEqual(Object.keys(res.body), ['error']);
+  t.true(res.body.error.includes(requestId));
+  t.notRegex(res.body.error, /sessions|relation|at /);
+  const logged = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'unhandled error');
+  t.truthy(logged);
+  t.is(logged.request_id, requestId);
+  t.regex(logged.error, /sessions/);
+});
+
+test('an unreachable database answers 503, on /healthz and on the API', async (t) => {
+  const down = openPostgres('postgres://postgres@127.0.0.1:1/nowhere', 1);
+  const broken = await startApp({}, { ...down });
+  t.teardown(() => broken.close());
+  const health = await broken.client().get('/healthz');
+  t.is(health.status, 503);
+  t.truthy(health.body.error);
+  const login = await broken.client().post('/api/v1/auth/login', { email: 'a@b.co', password: 'whatever pw' });
+  t.is(login.status, 503);
+  t.regex(login.body.error, /database/i);
+  const me = await broken.client().get('/api/v1/auth/me', { headers: { cookie: 'quoting_session=abc' } });
+  t.is(me.status, 503);
+});
