@@ -145,8 +145,8 @@ export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: s
 }
 
 /** `node bin/quoting serve` on a free port over the given database, logging warnings and errors only. */
-export function startQuoting(databaseUrl: string): Promise<ChildServer> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+export function startQuoting(databaseUrl: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<ChildServer> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...extraEnv };
   delete env.QUOTING_ENV_FILE;
   delete env.PORT;
   delete env.APP_URL;

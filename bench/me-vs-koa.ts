@@ -53,7 +53,12 @@ runBench(async () => {
   const bareBody = await (await fetch(bareUrl)).text();
   if (bareBody !== meBody) throw new Error(`bare koa answers a different body:\n${bareBody}\nvs\n${meBody}`);
 
+  // The same app with the session cache off: every request reads the session from PostgreSQL.
+  const uncachedApp = await startQuoting(databaseUrl, { SESSION_CACHE_SECONDS: '0' });
+  const uncachedUrl = `${uncachedApp.url}/api/v1/auth/me`;
+
   const real = await measure('quoting', meUrl, { cookie });
+  const uncached = await measure('quoting, cache off', uncachedUrl, { cookie });
   const baseline = await measure('bare koa', bareUrl, { cookie });
 
   const row = (name: string, r: autocannon.Result) => [
@@ -68,10 +73,12 @@ runBench(async () => {
     `GET /api/v1/auth/me (${meBody.length}-byte body): ${duration} s each after ${warmup} s warm-up, ${connections} connections, pipelining ${pipelining}`,
     [
       ['server', 'req/s', 'p50', 'p99', 'max', 'requests'],
-      row('quoting serve (session + PostgreSQL)', real),
+      row('quoting serve (session cache on, default)', real),
+      row('quoting serve, SESSION_CACHE_SECONDS=0', uncached),
       row('bare koa, same body (baseline)', baseline),
     ],
   );
   const ratio = real.requests.average / baseline.requests.average;
   note(`\nratio quoting / bare koa: ${ratio.toFixed(3)}  (target >= ${TARGET_RATIO} -> ${ratio >= TARGET_RATIO ? 'MET' : 'NOT MET'})`);
+  note(`ratio with the cache off (one session query per request) / bare koa: ${(uncached.requests.average / baseline.requests.average).toFixed(3)}`);
 });

@@ -11,14 +11,14 @@ const optionalText = z
   .transform((v) => (v === '' ? undefined : v))
   .optional();
 
-const url = (what: string) =>
+/** The scheme is checked too: `localhost:5432/db` parses as a URL whose scheme is `localhost:`. */
+const url = (what: string, protocols: string[]) =>
   z
     .string()
     .trim()
     .refine((v) => {
       try {
-        new URL(v);
-        return true;
+        return protocols.includes(new URL(v).protocol);
       } catch {
         return false;
       }
@@ -28,8 +28,8 @@ const url = (what: string) =>
 export const configSchema = z.object({
   PORT: z.coerce.number({ error: 'expects a port number (0-65535)' }).int().min(0).max(65535).default(3000),
   HOST: z.string().trim().min(1).default('127.0.0.1'),
-  APP_URL: url('an absolute URL such as https://quotes.example.com').optional(),
-  DATABASE_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db').optional().or(z.literal('').transform(() => undefined)),
+  APP_URL: url('an absolute URL such as https://quotes.example.com', ['http:', 'https:']).optional(),
+  DATABASE_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db', ['postgres:', 'postgresql:']).optional().or(z.literal('').transform(() => undefined)),
   DATA_DIR: z.string().trim().min(1).default('./data'),
   MIGRATE_TOKEN: optionalText,
   ADMIN_API_KEY: optionalText,
@@ -40,8 +40,14 @@ export const configSchema = z.object({
     .transform((v) => (v === undefined || v === '' ? undefined : Number(v)))
     .refine((v) => v === undefined || (Number.isInteger(v) && v >= 0), 'expects a whole number of days (0 or more)'),
   TRUST_PROXY: flag.default(false),
-  SMTP_URL: url('an SMTP URL such as smtp://user:pass@mail.example.com:587').optional().or(z.literal('').transform(() => undefined)),
+  SMTP_URL: url('an SMTP URL such as smtp://user:pass@mail.example.com:587', ['smtp:', 'smtps:']).optional().or(z.literal('').transform(() => undefined)),
   MAIL_FROM: z.string().trim().min(3).default('Quoting <no-reply@localhost>'),
+  SESSION_CACHE_SECONDS: z.coerce
+    .number({ error: 'expects a whole number of seconds (0 turns the cache off)' })
+    .int({ error: 'expects a whole number of seconds (0 turns the cache off)' })
+    .min(0, { error: 'expects a whole number of seconds (0 turns the cache off)' })
+    .max(3600, { error: 'expects at most 3600 seconds' })
+    .default(30),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent'], { error: 'expects one of debug, info, warn, error, silent' }).default('info'),
 });
 

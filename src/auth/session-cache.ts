@@ -86,6 +86,7 @@ export function listenForAuthChanges(connectionString: string, cache: SessionCac
     next.on('end', () => reconnect());
     client = next;
     await next.connect();
+    if (stopped) return void (await next.end());
     await next.query(`LISTEN ${CHANNEL}`);
     cache.bypass = false;
   };

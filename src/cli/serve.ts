@@ -19,9 +19,7 @@ export async function serve(opts: Record<string, unknown>): Promise<void> {
     throw err;
   }
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
-  const sessionCache = new SessionCache();
-  // Other processes on the same PostgreSQL (more servers, the CLI) announce auth changes by NOTIFY.
-  const stopListening = config.DATABASE_URL ? listenForAuthChanges(config.DATABASE_URL, sessionCache) : async () => {};
+  const sessionCache = new SessionCache(config.SESSION_CACHE_SECONDS * 1000);
   const app = createApp({ db: database.knex, config, mailer, sessionCache });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.PORT, config.HOST, () => resolve(s)).once('error', reject);
@@ -29,6 +27,9 @@ export async function serve(opts: Record<string, unknown>): Promise<void> {
     await database.close();
     throw new Error(err.code === 'EADDRINUSE' ? `port ${config.PORT} on ${config.HOST} is already in use; set PORT or pass --port` : err.message);
   });
+  // Other processes on the same PostgreSQL (more servers, the CLI) announce auth changes by NOTIFY.
+  // Started once the port is ours (before any request is read), so a failed start leaves no connection open.
+  const stopListening = config.DATABASE_URL ? listenForAuthChanges(config.DATABASE_URL, sessionCache) : async () => {};
   server.keepAliveTimeout = 65_000;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

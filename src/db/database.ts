@@ -13,11 +13,16 @@ export interface Database {
 
 /** knex's own messages go through our logger: one line, no stack. */
 const knexLog = {
-  warn: (message: unknown) => log.warn(`knex: ${String(message)}`),
-  error: (message: unknown) => log.error(`knex: ${String(message)}`),
-  deprecate: (message: unknown) => log.debug(`knex: ${String(message)}`),
-  debug: (message: unknown) => log.debug(`knex: ${String(message)}`),
+  warn: (message: unknown) => log.warn(`knex: ${firstLine(message)}`),
+  error: (message: unknown) => log.error(`knex: ${firstLine(message)}`),
+  deprecate: (message: unknown) => log.debug(`knex: ${firstLine(message)}`),
+  debug: (message: unknown) => log.debug(`knex: ${firstLine(message)}`),
 };
+
+/** knex passes errors with their stack ("Acquire connection error: Error: …\n    at …"). */
+function firstLine(message: unknown): string {
+  return String(message).split('\n')[0];
+}
 
 export class DataDirInUse extends Error {}
 
@@ -77,6 +82,9 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   }
 }
 
+/** Lock files this process holds: a lock naming our own pid is stale unless it is one of these. */
+const heldHere = new Set<string>();
+
 /**
  * PGlite is single-process: a second process on the same files would corrupt them.
  * The lock file names its holder so the operator knows what to stop.
@@ -87,8 +95,10 @@ function lockDataDir(dir: string): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       fs.writeFileSync(lockPath, holder, { flag: 'wx' });
+      heldHere.add(lockPath);
       const release = () => {
         process.removeListener('exit', release);
+        heldHere.delete(lockPath);
         try {
           if (fs.readFileSync(lockPath, 'utf8') === holder) fs.unlinkSync(lockPath);
         } catch {
@@ -101,7 +111,8 @@ function lockDataDir(dir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const [pidText, ...command] = fs.readFileSync(lockPath, 'utf8').split(' ');
       const pid = Number(pidText);
-      if (isAlive(pid)) {
+      // In a container restarted after a crash, the new process often gets the dead one's pid (1).
+      if (pid === process.pid ? heldHere.has(lockPath) : isAlive(pid)) {
         throw new DataDirInUse(
           `The embedded database in ${dir} is in use by process ${pid} (quoting ${command.join(' ')}). ` +
             `Stop that process first, or set DATABASE_URL to use PostgreSQL, which allows several processes. Lock file: ${lockPath}`,
