@@ -13,6 +13,11 @@ function write(level: Exclude<LogLevel, 'silent'>, msg: string, fields: Record<s
   process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
 }
 
+/** Whether entries of this level are written; lets a hot path skip building them. */
+export function logs(level: Exclude<LogLevel, 'silent'>): boolean {
+  return levels[level] >= threshold;
+}
+
 export const log = {
   debug: (msg: string, fields?: Record<string, unknown>) => write('debug', msg, fields),
   info: (msg: string, fields?: Record<string, unknown>) => write('info', msg, fields),

@@ -62,14 +62,12 @@ export class Api {
     this.routes.push(def as unknown as RouteDef<z.ZodType, z.ZodType>);
     const koaPath = def.path.replace(/\{(\w+)\}/g, ':$1');
     const methods = Array.isArray(def.method) ? def.method : [def.method];
-    const bodySchema = def.body ?? empty;
-    const querySchema = def.query ?? empty;
     for (const method of methods) {
       this.router[method](koaPath, async (ctx: Context) => {
         const auth = await this.authenticate(ctx, def.auth);
         const params = parseIds(ctx.params as Record<string, string>);
-        const body = parseInput(bodySchema, ctx.request.body ?? {});
-        const query = parseInput(querySchema, ctx.query);
+        const body = def.body ? parseInput(def.body, ctx.request.body ?? {}) : {};
+        const query = def.query ? parseInput(def.query, ctx.query) : {};
         const result = await handler({ ctx, body, query, params, auth } as HandlerInput<B, Q>);
         const { status, data } = result instanceof Reply ? result : { status: def.status ?? 200, data: result };
         ctx.status = status;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Koa, { type Context, type Next } from 'koa';
 import { HttpError, isDatabaseUnavailable } from '../errors.js';
-import { errorFields, log } from '../log.js';
+import { errorFields, log, logs } from '../log.js';
 import { Api } from './api.js';
 import { authenticator } from './auth.js';
 import { bodyParser } from './body.js';
@@ -54,7 +54,7 @@ async function requestContext(ctx: Context, next: Next): Promise<void> {
     ctx.body = body;
   }
   // The path only: query strings may carry credentials (?token=, ?key=).
-  log.info('request', { request_id: requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) });
+  if (logs('info')) log.info('request', { request_id: requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) });
 }
 
 function errorResponse(err: unknown, ctx: Context, requestId: string): { status: number; body: { error: string; data?: unknown } } {

@@ -25,6 +25,7 @@ const parser = koaBody({
  * optionally followed by `&field=value` pairs, which win over JSON keys of the same name.
  */
 export async function bodyParser(ctx: Context, next: Next): Promise<void> {
+  if (ctx.method !== 'POST' && ctx.method !== 'PUT' && ctx.method !== 'PATCH') return next();
   await parser(ctx, async () => {
     (ctx.request as { body?: unknown }).body = normaliseBody(ctx);
     await next();
