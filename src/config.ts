@@ -42,6 +42,7 @@ export const configSchema = z.object({
   TRUST_PROXY: flag.default(false),
   SMTP_URL: url('an SMTP URL such as smtp://user:pass@mail.example.com:587', ['smtp:', 'smtps:']).optional().or(z.literal('').transform(() => undefined)),
   MAIL_FROM: z.string().trim().min(3).default('Quoting <no-reply@localhost>'),
+  WEBHOOKS_ENABLED: flag.default(true),
   SESSION_CACHE_SECONDS: z.coerce
     .number({ error: 'expects a whole number of seconds (0 turns the cache off)' })
     .int({ error: 'expects a whole number of seconds (0 turns the cache off)' })

@@ -44,7 +44,14 @@ export class Reply {
 /** Answers with a status other than the route's default, e.g. 201 for a created record. */
 export const reply = (status: number, data: Record<string, unknown>) => new Reply(status, data);
 
-type Handler<B extends z.ZodType, Q extends z.ZodType> = (input: HandlerInput<B, Q>) => Promise<Record<string, unknown> | Reply>;
+/** `data` already serialised, e.g. a list the database built as one JSON text: `{key: <json>}`. */
+export class RawData {
+  constructor(readonly json: string) {}
+}
+
+export const rawData = (key: string, json: string) => new RawData(`{${JSON.stringify(key)}:${json}}`);
+
+type Handler<B extends z.ZodType, Q extends z.ZodType> = (input: HandlerInput<B, Q>) => Promise<Record<string, unknown> | Reply | RawData>;
 
 const empty = z.object({});
 
@@ -69,6 +76,12 @@ export class Api {
         const body = def.body ? parseInput(def.body, ctx.request.body ?? {}) : {};
         const query = def.query ? parseInput(def.query, ctx.query) : {};
         const result = await handler({ ctx, body, query, params, auth } as HandlerInput<B, Q>);
+        if (result instanceof RawData) {
+          ctx.status = def.status ?? 200;
+          ctx.type = 'application/json';
+          ctx.body = `{"version":"v1","data":${result.json}}`;
+          return;
+        }
         const { status, data } = result instanceof Reply ? result : { status: def.status ?? 200, data: result };
         ctx.status = status;
         ctx.body = { version: 'v1', data };

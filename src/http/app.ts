@@ -10,10 +10,15 @@ import { buildOpenApi } from './openapi.js';
 import { authRoutes } from '../auth/routes.js';
 import { workspaceRoutes } from '../workspaces/routes.js';
 import { opsRoutes } from '../ops/routes.js';
+import { customerRoutes } from '../customers/routes.js';
+import { productRoutes } from '../products/routes.js';
+import { channelRoutes } from '../channels/routes.js';
+import { setEventsEnabled } from '../events/emit.js';
 
 /** The HTTP app: the versioned JSON API under /api/v1 plus /healthz. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
+  setEventsEnabled(deps.config.WEBHOOKS_ENABLED);
   const api = buildApi(deps);
 
   let openapi: string | undefined;
@@ -35,7 +40,7 @@ export function createApp(deps: AppDeps): Koa {
 /** Every endpoint of the versioned API, registered once; the OpenAPI document is built from the same list. */
 export function buildApi(deps: AppDeps): Api {
   const api = new Api(authenticator(deps.db, deps.config, deps.sessionCache));
-  for (const register of [authRoutes, workspaceRoutes, opsRoutes]) register(api, deps);
+  for (const register of [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes]) register(api, deps);
   return api;
 }
 

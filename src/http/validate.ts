@@ -32,3 +32,46 @@ export const emailInput = z
   .pipe(z.email({ error: 'must be a valid email address' }));
 
 export const passwordInput = z.string().min(10, 'must be at least 10 characters').max(1024, 'must be at most 1024 characters');
+
+/** Optional free text: trimmed, at most `max` characters; an empty string or null clears the field. */
+export const optionalText = (max: number) =>
+  z
+    .union([z.string(), z.null()])
+    .transform((v) => (v === null || v.trim() === '' ? null : v.trim()))
+    .pipe(z.string().max(max, `must be at most ${max} characters`).nullable())
+    .optional();
+
+/** A required name-like text: trimmed, not empty. */
+export const requiredText = (max: number) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+
+/** ISO 3166-1 alpha-2, upper-cased; empty clears it. */
+export const countryInput = z
+  .union([z.string(), z.null()])
+  .transform((v) => (v === null || v.trim() === '' ? null : v.trim().toUpperCase()))
+  .pipe(z.string().regex(/^[A-Z]{2}$/, 'must be a 2-letter ISO country code').nullable())
+  .optional();
+
+/** ISO 4217 code, upper-cased on input. */
+export const currencyInput = z
+  .string()
+  .trim()
+  .toUpperCase()
+  .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code');
+
+/** A query-string or body id: a positive integer, given as a number or a numeric string. */
+export const idInput = z
+  .union([z.number(), z.string().trim().regex(/^\d+$/, 'must be a positive integer id').transform(Number)])
+  .pipe(z.number().int('must be a positive integer id').positive('must be a positive integer id').max(2147483647, 'must be a positive integer id'));
+
+/** A list filter: exact match; an empty value is ignored. */
+export const filterInput = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+/** A list filter holding an id; empty is ignored, anything else must be an id (400-free: 422 naming it). */
+export const idFilterInput = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
+  .pipe(z.string().regex(/^[1-9]\d{0,9}$/, 'must be a positive integer id').transform(Number).optional());

@@ -1,0 +1,49 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/database.js';
+import { scoped } from '../db/scoped.js';
+import { Forbidden, Validation } from '../errors.js';
+import type { Principal } from '../http/auth.js';
+
+export type ChannelRole = 'viewer' | 'editor' | 'manager';
+export type ChannelNeed = 'read' | 'write' | 'manage';
+
+const allowed: Record<ChannelNeed, ChannelRole[]> = {
+  read: ['viewer', 'editor', 'manager'],
+  write: ['editor', 'manager'],
+  manage: ['manager'],
+};
+
+/** Owners, and backends calling with the secret key, act for the whole workspace. */
+function seesEverything(auth: Principal): boolean {
+  return auth.role === 'owner' || auth.keyType === 'secret';
+}
+
+/**
+ * The one channel access check, for channels and for every record that belongs to one (quotes,
+ * orders): a member reads a channel's records only with a role on it and writes them only as
+ * editor or manager. Records with no channel are open to every member.
+ */
+export async function assertChannelAccess(db: Db, auth: Principal, channelId: number | null | undefined, need: ChannelNeed): Promise<void> {
+  if (channelId === null || channelId === undefined || seesEverything(auth)) return;
+  const member = await scoped(db, 'channel_members', auth.workspace.id).where({ channel_id: channelId, user_id: auth.user.id }).first('role');
+  if (!member) throw new Forbidden(`You have no access to channel ${channelId}.`);
+  if (!allowed[need].includes(member.role)) {
+    throw new Forbidden(`Your role on channel ${channelId} (${member.role}) does not allow this; it needs ${allowed[need].join(' or ')}.`);
+  }
+}
+
+/** Limits a list query to the records the caller may read: all for owners, else no channel or a channel with a role. */
+export function whereReadable(query: Knex.QueryBuilder, db: Db, auth: Principal, column: string): Knex.QueryBuilder {
+  if (seesEverything(auth)) return query;
+  return query.where((w) =>
+    w.whereNull(column).orWhereIn(column, scoped(db, 'channel_members', auth.workspace.id).where('user_id', auth.user.id).select('channel_id')),
+  );
+}
+
+/** A channel_id given in a request body must name a channel of the workspace (422 otherwise). */
+export async function assertChannelExists(db: Db, workspaceId: number, channelId: number | null | undefined, field = 'channel_id'): Promise<void> {
+  if (channelId === null || channelId === undefined) return;
+  if (!(await scoped(db, 'channels', workspaceId).where({ id: channelId }).first('id'))) {
+    throw new Validation(field, `${field}: no channel ${channelId} in this workspace.`);
+  }
+}

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { rawData, reply, type Api } from '../http/api.js';
+import type { AppDeps } from '../http/deps.js';
+import { createCustomerBody, customerOut, deleteCustomerQuery, listCustomersQuery, updateCustomerBody } from './schema.js';
+import { deleteCustomer, getCustomer, listCustomersJson, updateCustomer, upsertCustomer } from './service.js';
+
+export function customerRoutes(api: Api, { db }: AppDeps): void {
+  const tag = 'Customers';
+  const one = z.object({ customer: customerOut });
+
+  api.route(
+    {
+      method: 'post', path: '/customers', tag, auth: 'session', status: 201, body: createCustomerBody, response: one,
+      summary: 'Create a customer, or update the one with the same email (201 created, 200 updated)',
+      description: 'An upsert by (workspace, email): given fields overwrite, omitted ones keep their value. Emits customer.created or customer.updated.',
+    },
+    async ({ body, auth }) => {
+      const { customer, created } = await db.transaction((trx) => upsertCustomer(trx, auth.workspace.id, body));
+      return reply(created ? 201 : 200, { customer });
+    },
+  );
+
+  api.route(
+    {
+      method: 'get', path: '/customers', tag, auth: 'session', query: listCustomersQuery, response: z.object({ customers: z.array(customerOut) }),
+      summary: 'Every customer of the workspace (unpaginated), optionally filtered by q',
+    },
+    async ({ query, auth }) => rawData('customers', await listCustomersJson(db, auth.workspace.id, query)),
+  );
+
+  api.route(
+    { method: 'get', path: '/customers/{id}', tag, auth: 'session', response: one, summary: 'One customer' },
+    async ({ params, auth }) => ({ customer: await getCustomer(db, auth.workspace.id, params.id) }),
+  );
+
+  api.route(
+    {
+      method: ['patch', 'put'], path: '/customers/{id}', tag, auth: 'session', body: updateCustomerBody, response: one,
+      summary: 'Change a customer (partial: omitted fields keep their value); emits customer.updated',
+      errors: { 409: 'Another customer has that email' },
+    },
+    async ({ params, body, auth }) => ({ customer: await db.transaction((trx) => updateCustomer(trx, auth.workspace.id, params.id, body)) }),
+  );
+
+  api.route(
+    {
+      method: 'delete', path: '/customers/{id}', tag, auth: 'session', query: deleteCustomerQuery, response: one,
+      summary: 'Delete a customer; with dependents, 409 unless cascade=1',
+      description: 'Without cascade=1, a customer with quotes, orders or visitors is not deleted: 409 with data.dependents {quotes, orders, visitors}. With cascade=1 they are deleted too, in one transaction. Emits customer.deleted with the snapshot.',
+      errors: { 409: 'The customer has dependents (data.dependents has their counts)' },
+    },
+    async ({ params, query, auth }) => ({
+      customer: await db.transaction((trx) => deleteCustomer(trx, auth.workspace.id, params.id, query.cascade ?? false)),
+    }),
+  );
+}

@@ -1,0 +1,103 @@
+import type { Db } from '../db/database.js';
+import { scoped, whereSearch } from '../db/scoped.js';
+import { Conflict, NotFound } from '../errors.js';
+import { emit } from '../events/emit.js';
+import type { CustomerChanges } from './schema.js';
+
+/** The API shape of a customer, built in SQL so lists, single reads and events agree to the byte. */
+export const customerJson = (c = 'c') =>
+  `json_build_object('id', ${c}.id, 'email', ${c}.email, 'name', ${c}.name, 'company', ${c}.company, 'phone', ${c}.phone, ` +
+  `'country', ${c}.country, 'notes', ${c}.notes, 'created_at', iso_time(${c}.created_at), 'updated_at', iso_time(${c}.updated_at))`;
+
+export type CustomerJson = Record<string, unknown> & { id: number; email: string };
+
+const editable = ['email', 'name', 'company', 'phone', 'country', 'notes'] as const;
+
+function changesOf(input: CustomerChanges): Record<string, unknown> {
+  return Object.fromEntries(editable.filter((key) => input[key] !== undefined).map((key) => [key, input[key]]));
+}
+
+export async function getCustomer(db: Db, workspaceId: number, id: number): Promise<CustomerJson> {
+  const row = await scoped(db, 'customers as c', workspaceId).where('c.id', id).first(db.raw(`${customerJson()} as json`));
+  if (!row) throw new NotFound('Customer not found.');
+  return row.json;
+}
+
+/** The whole filtered list as one JSON text, built by the database: one query, no per-row objects here. */
+export async function listCustomersJson(db: Db, workspaceId: number, filters: { q?: string }): Promise<string> {
+  const query = scoped(db, 'customers as c', workspaceId).select(db.raw(`coalesce(json_agg(${customerJson()} order by c.id), '[]')::text as json`));
+  whereSearch(query, ['c.name', 'c.email', 'c.company'], filters.q);
+  const [row] = await query;
+  return row.json;
+}
+
+/**
+ * Creates the customer, or updates the one with the same email (the natural key): given fields
+ * overwrite, omitted ones keep their value. Safe under concurrent calls with the same email.
+ */
+export async function upsertCustomer(
+  trx: Db,
+  workspaceId: number,
+  input: CustomerChanges & { email: string },
+): Promise<{ customer: CustomerJson; created: boolean }> {
+  const changes = changesOf(input);
+  const updates = Object.keys(changes).filter((key) => key !== 'email');
+  const { rows } = await trx.raw(
+    `insert into customers (workspace_id, ${Object.keys(changes).join(', ')}) values (?, ${Object.keys(changes).map(() => '?').join(', ')})
+     on conflict (workspace_id, email) do update set ${[...updates.map((key) => `${key} = excluded.${key}`), 'updated_at = now()'].join(', ')}
+     returning id, (xmax = 0) as created`,
+    [workspaceId, ...(Object.values(changes) as (string | null)[])],
+  );
+  const customer = await getCustomer(trx, workspaceId, rows[0].id);
+  const created = Boolean(rows[0].created);
+  await emit(trx, workspaceId, created ? 'customer.created' : 'customer.updated', { customer });
+  return { customer, created };
+}
+
+export async function updateCustomer(trx: Db, workspaceId: number, id: number, input: CustomerChanges): Promise<CustomerJson> {
+  const changes = changesOf(input);
+  const existing = await scoped(trx, 'customers', workspaceId).where({ id }).forUpdate().first('id', 'email');
+  if (!existing) throw new NotFound('Customer not found.');
+  if (Object.keys(changes).length === 0) return getCustomer(trx, workspaceId, id);
+  if (changes.email && changes.email !== existing.email && (await scoped(trx, 'customers', workspaceId).where({ email: changes.email }).first('id'))) {
+    throw new Conflict(`Another customer already has the email ${changes.email}.`);
+  }
+  await scoped(trx, 'customers', workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
+  const customer = await getCustomer(trx, workspaceId, id);
+  await emit(trx, workspaceId, 'customer.updated', { customer });
+  return customer;
+}
+
+export interface Dependents {
+  quotes: number;
+  orders: number;
+  visitors: number;
+}
+
+const dependentTables = ['quotes', 'orders', 'visitors'] as const;
+
+async function countDependents(trx: Db, workspaceId: number, customerId: number): Promise<Dependents> {
+  const counts = dependentTables.map((table) => `(select count(*)::int from ${table} where workspace_id = ? and customer_id = ?) as ${table}`);
+  const { rows } = await trx.raw(`select ${counts.join(', ')}`, dependentTables.flatMap(() => [workspaceId, customerId]));
+  return rows[0];
+}
+
+/**
+ * The cascade rule: with dependents and no `cascade`, 409 with their counts; with `cascade`, the
+ * dependents go too, in the caller's transaction. Returns the snapshot taken before removal.
+ */
+export async function deleteCustomer(trx: Db, workspaceId: number, id: number, cascade: boolean): Promise<CustomerJson> {
+  const locked = await scoped(trx, 'customers', workspaceId).where({ id }).forUpdate().first('id');
+  if (!locked) throw new NotFound('Customer not found.');
+  const customer = await getCustomer(trx, workspaceId, id);
+  const dependents = await countDependents(trx, workspaceId, id);
+  if (Object.values(dependents).some((n) => n > 0)) {
+    if (!cascade) {
+      throw new Conflict('This customer has quotes, orders or visitors; delete again with cascade=1 to delete them too.', { dependents });
+    }
+    for (const table of dependentTables) await scoped(trx, table, workspaceId).where({ customer_id: id }).delete();
+  }
+  await scoped(trx, 'customers', workspaceId).where({ id }).delete();
+  await emit(trx, workspaceId, 'customer.deleted', { customer });
+  return customer;
+}

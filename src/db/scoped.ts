@@ -1,0 +1,33 @@
+import type { Knex } from 'knex';
+import type { Db } from './database.js';
+
+/**
+ * The only way services read or write a tenant table: the query starts already limited to the
+ * workspace, so a record of another workspace is simply not found (404, never 403).
+ */
+export function scoped(db: Db, table: string, workspaceId: number): Knex.QueryBuilder {
+  const [name, alias] = table.split(/\s+as\s+/i);
+  return db(table).where(`${alias ?? name}.workspace_id`, workspaceId);
+}
+
+/** Escapes LIKE wildcards so that `q` is a plain substring. */
+export function likePattern(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Exact-match filters: empty values are ignored, as the spec says for every list. */
+export function whereExact(query: Knex.QueryBuilder, filters: Record<string, string | number | undefined>): Knex.QueryBuilder {
+  for (const [column, value] of Object.entries(filters)) {
+    if (value !== undefined && value !== '') query.where(column, value);
+  }
+  return query;
+}
+
+/** Case-insensitive substring search over several columns; an empty `q` is ignored. */
+export function whereSearch(query: Knex.QueryBuilder, columns: string[], q: string | undefined): Knex.QueryBuilder {
+  if (!q) return query;
+  const pattern = likePattern(q);
+  return query.where((w) => {
+    for (const column of columns) w.orWhereILike(column, pattern);
+  });
+}
