@@ -1,0 +1,161 @@
+import type { Db } from '../db/database.js';
+import { scoped, whereExact, whereSearch } from '../db/scoped.js';
+import { Conflict, NotFound } from '../errors.js';
+import type { Principal } from '../http/auth.js';
+import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
+import type { ChannelChanges } from './schema.js';
+
+/** The API shape of a channel, built in SQL so lists and single reads agree to the byte. */
+export const channelJson = (c = 'c') =>
+  `json_build_object('id', ${c}.id, 'name', ${c}.name, 'type', ${c}.type, 'ownership', ${c}.ownership, 'status', ${c}.status, ` +
+  `'country', ${c}.country, 'currency', ${c}.currency, 'created_at', iso_time(${c}.created_at), 'updated_at', iso_time(${c}.updated_at))`;
+
+/** The API shape of a channel role. */
+export const memberJson = (m = 'm') =>
+  `json_build_object('channel_id', ${m}.channel_id, 'user_id', ${m}.user_id, 'role', ${m}.role, ` +
+  `'created_at', iso_time(${m}.created_at), 'updated_at', iso_time(${m}.updated_at))`;
+
+export type ChannelJson = Record<string, unknown> & { id: number; name: string };
+export type MemberJson = { channel_id: number; user_id: number; role: ChannelRole; created_at: string; updated_at: string };
+
+const editable = ['name', 'type', 'ownership', 'status', 'country', 'currency'] as const;
+
+function changesOf(input: ChannelChanges): Record<string, unknown> {
+  return Object.fromEntries(editable.filter((key) => input[key] !== undefined).map((key) => [key, input[key]]));
+}
+
+async function channelRow(db: Db, workspaceId: number, id: number): Promise<ChannelJson | undefined> {
+  const row = await scoped(db, 'channels as c', workspaceId).where('c.id', id).first(db.raw(`${channelJson()} as json`));
+  return row?.json;
+}
+
+/** The channel, whatever the caller's role: for internal use once access is settled. */
+async function loadChannel(db: Db, workspaceId: number, id: number): Promise<ChannelJson> {
+  const channel = await channelRow(db, workspaceId, id);
+  if (!channel) throw new NotFound('Channel not found.');
+  return channel;
+}
+
+/** 404 for a channel outside the workspace comes first, then 403 without the needed role. */
+async function assertChannel(db: Db, auth: Principal, id: number, need: 'manage', lock?: 'share' | 'update'): Promise<void> {
+  const query = scoped(db, 'channels', auth.workspace.id).where({ id });
+  if (lock === 'share') query.forShare();
+  if (lock === 'update') query.forUpdate();
+  if (!(await query.first('id'))) throw new NotFound('Channel not found.');
+  await assertChannelAccess(db, auth, id, need);
+}
+
+/** One channel the caller may read (any role; owners all), with the roles granted on it. */
+export async function getChannel(db: Db, auth: Principal, id: number): Promise<{ channel: ChannelJson; members: MemberJson[] }> {
+  const channel = await loadChannel(db, auth.workspace.id, id);
+  await assertChannelAccess(db, auth, id, 'read');
+  const members = await scoped(db, 'channel_members as m', auth.workspace.id).where('m.channel_id', id).orderBy('m.user_id').select(db.raw(`${memberJson()} as json`));
+  return { channel, members: members.map((m: { json: MemberJson }) => m.json) };
+}
+
+export interface ChannelFilters {
+  type?: string;
+  ownership?: string;
+  status?: string;
+  country?: string;
+  q?: string;
+}
+
+/** The channels the caller may read (owners: all; members: those they have a role on), filtered, as one JSON text. */
+export async function listChannelsJson(db: Db, auth: Principal, filters: ChannelFilters): Promise<string> {
+  const query = scoped(db, 'channels as c', auth.workspace.id).select(db.raw(`coalesce(json_agg(${channelJson()} order by c.id), '[]')::text as json`));
+  whereReadable(query, db, auth, 'c.id');
+  whereExact(query, { 'c.type': filters.type, 'c.ownership': filters.ownership, 'c.status': filters.status, 'c.country': filters.country });
+  whereSearch(query, ['c.name'], filters.q);
+  const [row] = await query;
+  return row.json;
+}
+
+/** Owner only (checked by the route's auth kind). */
+export async function createChannel(trx: Db, workspaceId: number, input: ChannelChanges & { name: string }): Promise<ChannelJson> {
+  const [row] = await trx('channels').insert({ workspace_id: workspaceId, ...changesOf(input) }).returning('id');
+  return loadChannel(trx, workspaceId, row.id);
+}
+
+/** Partial update; needs the manager role on the channel (owners always may). */
+export async function updateChannel(trx: Db, auth: Principal, id: number, input: ChannelChanges): Promise<ChannelJson> {
+  await assertChannel(trx, auth, id, 'manage', 'update');
+  const changes = changesOf(input);
+  if (Object.keys(changes).length > 0) {
+    await scoped(trx, 'channels', auth.workspace.id).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
+  }
+  return loadChannel(trx, auth.workspace.id, id);
+}
+
+export interface Dependents {
+  quotes: number;
+  orders: number;
+}
+
+const dependentTables = ['quotes', 'orders'] as const;
+
+async function countDependents(trx: Db, workspaceId: number, channelId: number): Promise<Dependents> {
+  const counts = dependentTables.map((table) => `(select count(*)::int from ${table} where workspace_id = ? and channel_id = ?) as ${table}`);
+  const { rows } = await trx.raw(`select ${counts.join(', ')}`, dependentTables.flatMap(() => [workspaceId, channelId]));
+  return rows[0];
+}
+
+/**
+ * Owner only (checked by the route's auth kind). A channel that quotes or orders reference is
+ * never deleted (the foreign keys restrict): 409 with their counts. Its roles go with it.
+ * The row lock taken first makes the count reliable: a concurrent insert of a quote or order
+ * naming the channel waits for this transaction.
+ */
+export async function deleteChannel(trx: Db, workspaceId: number, id: number): Promise<ChannelJson> {
+  const locked = await scoped(trx, 'channels', workspaceId).where({ id }).forUpdate().first('id');
+  if (!locked) throw new NotFound('Channel not found.');
+  const channel = await loadChannel(trx, workspaceId, id);
+  const dependents = await countDependents(trx, workspaceId, id);
+  if (Object.values(dependents).some((n) => n > 0)) {
+    throw new Conflict(
+      `This channel is used by ${dependents.quotes} quote(s) and ${dependents.orders} order(s) and cannot be deleted; archive it instead (status archived).`,
+      { dependents },
+    );
+  }
+  await scoped(trx, 'channels', workspaceId).where({ id }).delete();
+  return channel;
+}
+
+async function assertWorkspaceUser(db: Db, workspaceId: number, userId: number): Promise<void> {
+  if (!(await scoped(db, 'users', workspaceId).where({ id: userId }).first('id'))) throw new NotFound('User not found in this workspace.');
+}
+
+async function memberRow(db: Db, workspaceId: number, channelId: number, userId: number): Promise<MemberJson | undefined> {
+  const row = await scoped(db, 'channel_members as m', workspaceId).where({ 'm.channel_id': channelId, 'm.user_id': userId }).first(db.raw(`${memberJson()} as json`));
+  return row?.json;
+}
+
+/**
+ * Grants `role` on the channel to a user of the workspace, or changes the role they have.
+ * Idempotent: granting the role a user already has changes nothing (not even updated_at).
+ * Needs the manager role on the channel (owners always may). Granting a role to an owner is
+ * stored but grants nothing more, since owners see every channel.
+ */
+export async function grantRole(trx: Db, auth: Principal, channelId: number, userId: number, role: ChannelRole): Promise<MemberJson> {
+  const workspaceId = auth.workspace.id;
+  await assertChannel(trx, auth, channelId, 'manage', 'share');
+  await assertWorkspaceUser(trx, workspaceId, userId);
+  await trx.raw(
+    `insert into channel_members (channel_id, user_id, workspace_id, role) values (?, ?, ?, ?)
+     on conflict (channel_id, user_id) do update set role = excluded.role,
+       updated_at = case when channel_members.role = excluded.role then channel_members.updated_at else now() end`,
+    [channelId, userId, workspaceId, role],
+  );
+  return (await memberRow(trx, workspaceId, channelId, userId))!;
+}
+
+/** Removes the user's role on the channel; 404 when they had none. Needs the manager role (owners always may). */
+export async function revokeRole(trx: Db, auth: Principal, channelId: number, userId: number): Promise<MemberJson> {
+  const workspaceId = auth.workspace.id;
+  await assertChannel(trx, auth, channelId, 'manage');
+  await assertWorkspaceUser(trx, workspaceId, userId);
+  const member = await memberRow(trx, workspaceId, channelId, userId);
+  if (!member) throw new NotFound(`User ${userId} has no role on channel ${channelId}.`);
+  await scoped(trx, 'channel_members', workspaceId).where({ channel_id: channelId, user_id: userId }).delete();
+  return member;
+}

@@ -1,0 +1,71 @@
+import test from 'ava';
+import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { eventId } from '../src/events/emit.js';
+import { setLogLevel } from '../src/log.js';
+
+let app: TestApp;
+let owner: Owner;
+test.before(async () => {
+  app = await startApp();
+  owner = await signUpOwner(app);
+});
+test.after.always(() => app?.close());
+
+test('event ids are evt_ + 26 Crockford base-32 characters, and unique', (t) => {
+  const ids = new Set(Array.from({ length: 2000 }, () => eventId()));
+  t.is(ids.size, 2000);
+  for (const id of [...ids].slice(0, 200)) t.regex(id, /^evt_[0-9A-HJKMNP-TV-Z]{26}$/);
+});
+
+test.serial('an outbox row carries type, created, workspace and data in the API shape', async (t) => {
+  const before = Math.floor(Date.now() / 1000);
+  const res = await owner.client.post('/api/v1/customers', { email: 'shape@example.com', name: 'Shape' });
+  const [event] = await app.db('events').where({ workspace_id: owner.workspace.id, type: 'customer.created' });
+  t.is(event.type, 'customer.created');
+  t.is(event.workspace_id, owner.workspace.id);
+  t.deepEqual(event.data, { customer: res.body.data.customer });
+  const created = Math.floor(new Date(event.created_at).getTime() / 1000);
+  t.true(created >= before - 1 && created <= Math.ceil(Date.now() / 1000));
+});
+
+test.serial('a failing emitter is logged and swallowed: the operation succeeds and commits', async (t) => {
+  await app.db.schema.renameTable('events', 'events_unavailable');
+  const lines: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  setLogLevel('error');
+  process.stderr.write = ((chunk: string) => {
+    lines.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    const created = await owner.client.post('/api/v1/customers', { email: 'survivor@example.com', name: 'Survivor' });
+    t.is(created.status, 201);
+    const updated = await owner.client.patch(`/api/v1/customers/${created.body.data.customer.id}`, { name: 'Still here' });
+    t.is(updated.status, 200);
+    const deleted = await owner.client.delete(`/api/v1/customers/${created.body.data.customer.id}`);
+    t.is(deleted.status, 200);
+    const again = await owner.client.post('/api/v1/customers', { email: 'kept@example.com' });
+    t.is(again.status, 201);
+    t.truthy(await app.db('customers').where({ workspace_id: owner.workspace.id, email: 'kept@example.com' }).first());
+  } finally {
+    process.stderr.write = write;
+    setLogLevel('silent');
+    await app.db.schema.renameTable('events_unavailable', 'events');
+  }
+  const logged = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'event not emitted');
+  t.deepEqual(logged.map((l) => l.type), ['customer.created', 'customer.updated', 'customer.deleted', 'customer.created']);
+  t.true(logged.every((l) => l.workspace_id === owner.workspace.id));
+});
+
+test.serial('events commit with the change and roll back with it', async (t) => {
+  const count = async () => (await app.db('events').where({ workspace_id: owner.workspace.id })).length;
+  const before = await count();
+  await owner.client.post('/api/v1/customers', { email: 'committed@example.com' });
+  t.is(await count(), before + 1);
+  // A rejected change writes no event: the email clash fails the update after nothing was emitted.
+  const { body } = await owner.client.post('/api/v1/customers', { email: 'other@example.com' });
+  const after = await count();
+  const clash = await owner.client.patch(`/api/v1/customers/${body.data.customer.id}`, { email: 'committed@example.com' });
+  t.is(clash.status, 409);
+  t.is(await count(), after);
+});
