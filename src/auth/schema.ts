@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { emailInput, passwordInput } from '../http/validate.js';
+import { emailInput, passwordInput, requiredText } from '../http/validate.js';
 import { workspaceNameInput } from '../workspaces/schema.js';
 
-const nameInput = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const nameInput = requiredText(200);
 
 export const signupBody = z.object({
   email: emailInput,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { timestamp, id } from '../http/schemas.js';
+import { requiredText } from '../http/validate.js';
 
 export const workspaceOut = z.object({
   id,
@@ -33,7 +34,7 @@ export const slugInput = z
   .toLowerCase()
   .regex(/^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$/, 'must be 1-48 lower-case letters, digits or dashes, not starting or ending with a dash');
 
-export const workspaceNameInput = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+export const workspaceNameInput = requiredText(200);
 
 export const createWorkspaceBody = z.object({
   name: workspaceNameInput,

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import { filterInput, moneyInput, optionalText, requiredText, storableJson } from '../http/validate.js';
+import { id, timestamp } from '../http/schemas.js';
+
+export const productTypes = ['physical', 'digital', 'service'] as const;
+export const productStatuses = ['active', 'draft', 'archived'] as const;
+
+/** A JSON object of free-form attributes (e.g. {"size": "M"}); null means {}. Replaced as a whole, never merged. */
+export const attributesInput = z
+  .union([z.record(z.string(), z.unknown()), z.null()], { error: 'must be a JSON object' })
+  .transform((v) => v ?? {})
+  .refine(storableJson, 'must not contain NUL characters or unpaired surrogates')
+  .refine((v) => JSON.stringify(v).length <= 10_000, 'must be at most 10000 characters as JSON');
+
+/** SKUs are trimmed and compared exactly (case-sensitive). */
+export const skuInput = requiredText(100);
+
+const variantFields = {
+  name: optionalText(200),
+  price: moneyInput.optional(),
+  attributes: attributesInput.optional(),
+};
+
+export const createVariantBody = z.object({ sku: skuInput, ...variantFields });
+export const updateVariantBody = z.object({ sku: skuInput.optional(), ...variantFields });
+export type VariantInput = z.output<typeof createVariantBody>;
+export type VariantChanges = z.output<typeof updateVariantBody>;
+
+const productFields = {
+  brand: optionalText(200),
+  category: optionalText(200),
+  description: optionalText(10_000),
+};
+
+export const createProductBody = z
+  .object({
+    sku: skuInput,
+    name: requiredText(200),
+    type: z.enum(productTypes).default('physical'),
+    status: z.enum(productStatuses).default('active'),
+    ...productFields,
+    variants: z.array(createVariantBody).max(1000, 'must have at most 1000 variants').optional(),
+  })
+  .superRefine((product, ctx) => {
+    const seen = new Set<string>();
+    product.variants?.forEach((variant, index) => {
+      if (seen.has(variant.sku)) {
+        ctx.addIssue({ code: 'custom', path: ['variants', index, 'sku'], message: `the SKU "${variant.sku}" is given to more than one variant` });
+      }
+      seen.add(variant.sku);
+    });
+  });
+export type ProductInput = z.output<typeof createProductBody>;
+
+export const updateProductBody = z.object({
+  sku: skuInput.optional(),
+  name: requiredText(200).optional(),
+  type: z.enum(productTypes).optional(),
+  status: z.enum(productStatuses).optional(),
+  ...productFields,
+});
+export type ProductChanges = z.output<typeof updateProductBody>;
+
+export const listProductsQuery = z.object({
+  type: filterInput.describe('Exact match: physical, digital or service'),
+  status: filterInput.describe('Exact match: active, draft or archived'),
+  brand: filterInput.describe('Exact match'),
+  q: filterInput.describe('Case-insensitive substring of the product name, the product SKU or any variant SKU'),
+});
+
+export const variantOut = z.object({
+  id,
+  product_id: id,
+  sku: z.string(),
+  name: z.string().nullable(),
+  price: z.string().regex(/^\d+\.\d{2}$/).nullable().describe('Money: decimal string with two decimals, e.g. "12.50"'),
+  attributes: z.record(z.string(), z.unknown()),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const productOut = z.object({
+  id,
+  sku: z.string(),
+  name: z.string(),
+  type: z.enum(productTypes),
+  status: z.enum(productStatuses),
+  brand: z.string().nullable(),
+  category: z.string().nullable(),
+  description: z.string().nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  variants: z.array(variantOut).describe('Every variant of the product, ordered by id'),
+});

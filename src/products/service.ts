@@ -1,0 +1,195 @@
+import type { Db } from '../db/database.js';
+import { likePattern, scoped, whereExact } from '../db/scoped.js';
+import { Conflict, NotFound } from '../errors.js';
+import type { ProductChanges, ProductInput, VariantChanges, VariantInput } from './schema.js';
+
+/** The API shape of a variant, built in SQL; money as numeric text ("12.50"), never a float. */
+export const variantJson = (v = 'v') =>
+  `json_build_object('id', ${v}.id, 'product_id', ${v}.product_id, 'sku', ${v}.sku, 'name', ${v}.name, 'price', ${v}.price::text, ` +
+  `'attributes', ${v}.attributes, 'created_at', iso_time(${v}.created_at), 'updated_at', iso_time(${v}.updated_at))`;
+
+/**
+ * The API shape of a product with its variants (ordered by id) embedded, built in SQL so that
+ * single reads, the list and every write response agree to the byte.
+ */
+export const productJson = (p = 'p') =>
+  `json_build_object('id', ${p}.id, 'sku', ${p}.sku, 'name', ${p}.name, 'type', ${p}.type, 'status', ${p}.status, ` +
+  `'brand', ${p}.brand, 'category', ${p}.category, 'description', ${p}.description, ` +
+  `'created_at', iso_time(${p}.created_at), 'updated_at', iso_time(${p}.updated_at), ` +
+  `'variants', coalesce((select json_agg(${variantJson('pv')} order by pv.id) from variants pv ` +
+  `where pv.product_id = ${p}.id and pv.workspace_id = ${p}.workspace_id), '[]'::json))`;
+
+export type VariantJson = Record<string, unknown> & { id: number; sku: string; price: string | null };
+export type ProductJson = Record<string, unknown> & { id: number; sku: string; variants: VariantJson[] };
+
+type Kind = 'product' | 'variant';
+
+const skuTaken = (kind: Kind, sku: string) => new Conflict(`SKU "${sku}" is already used by another ${kind}.`);
+
+const uniqueConstraints: Record<string, Kind> = {
+  products_workspace_id_sku_unique: 'product',
+  variants_workspace_id_sku_unique: 'variant',
+};
+
+/**
+ * A unique violation on a SKU (a concurrent writer got there between our check and our insert)
+ * becomes the same 409 the check gives; anything else is not ours to map.
+ */
+export function skuConflict(err: unknown): Conflict | undefined {
+  const e = err as { code?: string; constraint?: string; detail?: string } | null;
+  if (e?.code !== '23505') return undefined;
+  const kind = uniqueConstraints[e.constraint ?? ''];
+  if (!kind) return undefined;
+  const sku = /^Key \(workspace_id, sku\)=\(\d+, (.*)\) already exists\.?$/s.exec(e.detail ?? '')?.[1];
+  return sku !== undefined ? skuTaken(kind, sku) : new Conflict(`That SKU is already used by another ${kind}.`);
+}
+
+async function guardSku<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw skuConflict(err) ?? err;
+  }
+}
+
+async function assertSkusFree(trx: Db, workspaceId: number, kind: Kind, skus: string[], exceptId?: number): Promise<void> {
+  if (skus.length === 0) return;
+  const query = scoped(trx, kind === 'product' ? 'products' : 'variants', workspaceId).whereIn('sku', skus);
+  if (exceptId !== undefined) query.whereNot('id', exceptId);
+  const taken = await query.first('sku');
+  if (taken) throw skuTaken(kind, taken.sku);
+}
+
+function pick<T extends object>(input: T, keys: readonly (keyof T)[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((key) => input[key] !== undefined).map((key) => [key, input[key]]));
+}
+
+const productEditable = ['sku', 'name', 'type', 'status', 'brand', 'category', 'description'] as const;
+const variantEditable = ['sku', 'name', 'price', 'attributes'] as const;
+
+/** Column values of a variant; attributes go in as JSON text (an object would be sent as a pg array literal). */
+function variantColumns(input: VariantChanges): Record<string, unknown> {
+  const columns = pick(input, variantEditable);
+  if (columns.attributes !== undefined) columns.attributes = JSON.stringify(columns.attributes);
+  return columns;
+}
+
+export async function getProduct(db: Db, workspaceId: number, id: number): Promise<ProductJson> {
+  const row = await scoped(db, 'products as p', workspaceId).where('p.id', id).first(db.raw(`${productJson()} as json`));
+  if (!row) throw new NotFound('Product not found.');
+  return row.json;
+}
+
+async function getVariant(db: Db, workspaceId: number, id: number): Promise<VariantJson> {
+  const row = await scoped(db, 'variants as v', workspaceId).where('v.id', id).first(db.raw(`${variantJson()} as json`));
+  if (!row) throw new NotFound('Variant not found.');
+  return row.json;
+}
+
+export interface ProductFilters {
+  type?: string;
+  status?: string;
+  brand?: string;
+  q?: string;
+}
+
+/** The whole filtered list, variants embedded, as one JSON text built by the database in one query. */
+export async function listProductsJson(db: Db, workspaceId: number, filters: ProductFilters): Promise<string> {
+  const query = scoped(db, 'products as p', workspaceId).select(db.raw(`coalesce(json_agg(${productJson()} order by p.id), '[]')::text as json`));
+  whereExact(query, { 'p.type': filters.type, 'p.status': filters.status, 'p.brand': filters.brand });
+  if (filters.q) {
+    const pattern = likePattern(filters.q);
+    query.where((w) =>
+      w
+        .orWhereILike('p.name', pattern)
+        .orWhereILike('p.sku', pattern)
+        .orWhereExists((sub) => sub.select(db.raw('1')).from('variants as v').whereRaw('v.product_id = p.id and v.workspace_id = p.workspace_id').whereILike('v.sku', pattern)),
+    );
+  }
+  const [row] = await query;
+  return row.json;
+}
+
+async function insertVariants(trx: Db, workspaceId: number, productId: number, variants: VariantInput[]): Promise<number[]> {
+  if (variants.length === 0) return [];
+  await assertSkusFree(trx, workspaceId, 'variant', variants.map((v) => v.sku));
+  const rows = await guardSku(() =>
+    trx('variants')
+      .insert(variants.map((v) => ({ name: null, price: null, attributes: '{}', ...variantColumns(v), workspace_id: workspaceId, product_id: productId })))
+      .returning('id'),
+  );
+  return rows.map((r: { id: number }) => r.id);
+}
+
+/** Creates the product and its variants in the caller's transaction: a bad variant rolls the whole thing back. */
+export async function createProduct(trx: Db, workspaceId: number, input: ProductInput): Promise<ProductJson> {
+  await assertSkusFree(trx, workspaceId, 'product', [input.sku]);
+  const [row] = await guardSku(() => trx('products').insert({ ...pick(input, productEditable), workspace_id: workspaceId }).returning('id'));
+  await insertVariants(trx, workspaceId, row.id, input.variants ?? []);
+  return getProduct(trx, workspaceId, row.id);
+}
+
+async function lockProduct(trx: Db, workspaceId: number, id: number): Promise<void> {
+  const locked = await scoped(trx, 'products', workspaceId).where({ id }).forUpdate().first('id');
+  if (!locked) throw new NotFound('Product not found.');
+}
+
+/** Partial update: omitted fields keep their value. Variants are changed through their own endpoints. */
+export async function updateProduct(trx: Db, workspaceId: number, id: number, input: ProductChanges): Promise<ProductJson> {
+  await lockProduct(trx, workspaceId, id);
+  const changes = pick(input, productEditable);
+  if (Object.keys(changes).length === 0) return getProduct(trx, workspaceId, id);
+  if (typeof changes.sku === 'string') await assertSkusFree(trx, workspaceId, 'product', [changes.sku], id);
+  await guardSku(() => scoped(trx, 'products', workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() }));
+  return getProduct(trx, workspaceId, id);
+}
+
+/** Deletes the product; its variants go with it (FK cascade). Returns the snapshot taken before removal. */
+export async function deleteProduct(trx: Db, workspaceId: number, id: number): Promise<ProductJson> {
+  await lockProduct(trx, workspaceId, id);
+  const product = await getProduct(trx, workspaceId, id);
+  await scoped(trx, 'products', workspaceId).where({ id }).delete();
+  return product;
+}
+
+/** A variant change also changes the product's JSON, so the product's updated_at moves with it. */
+async function touchProduct(trx: Db, workspaceId: number, productId: number): Promise<void> {
+  await scoped(trx, 'products', workspaceId).where({ id: productId }).update({ updated_at: trx.fn.now() });
+}
+
+async function lockVariant(trx: Db, workspaceId: number, productId: number, variantId: number): Promise<void> {
+  await lockProduct(trx, workspaceId, productId);
+  const locked = await scoped(trx, 'variants', workspaceId).where({ id: variantId, product_id: productId }).forUpdate().first('id');
+  if (!locked) throw new NotFound('Variant not found.');
+}
+
+export interface VariantResult {
+  variant: VariantJson;
+  product: ProductJson;
+}
+
+export async function addVariant(trx: Db, workspaceId: number, productId: number, input: VariantInput): Promise<VariantResult> {
+  await lockProduct(trx, workspaceId, productId);
+  const [variantId] = await insertVariants(trx, workspaceId, productId, [input]);
+  await touchProduct(trx, workspaceId, productId);
+  return { variant: await getVariant(trx, workspaceId, variantId), product: await getProduct(trx, workspaceId, productId) };
+}
+
+export async function updateVariant(trx: Db, workspaceId: number, productId: number, variantId: number, input: VariantChanges): Promise<VariantResult> {
+  await lockVariant(trx, workspaceId, productId, variantId);
+  const changes = variantColumns(input);
+  if (Object.keys(changes).length > 0) {
+    if (typeof changes.sku === 'string') await assertSkusFree(trx, workspaceId, 'variant', [changes.sku], variantId);
+    await guardSku(() => scoped(trx, 'variants', workspaceId).where({ id: variantId }).update({ ...changes, updated_at: trx.fn.now() }));
+    await touchProduct(trx, workspaceId, productId);
+  }
+  return { variant: await getVariant(trx, workspaceId, variantId), product: await getProduct(trx, workspaceId, productId) };
+}
+
+export async function deleteVariant(trx: Db, workspaceId: number, productId: number, variantId: number): Promise<VariantResult> {
+  await lockVariant(trx, workspaceId, productId, variantId);
+  const variant = await getVariant(trx, workspaceId, variantId);
+  await scoped(trx, 'variants', workspaceId).where({ id: variantId }).delete();
+  await touchProduct(trx, workspaceId, productId);
+  return { variant, product: await getProduct(trx, workspaceId, productId) };
+}
