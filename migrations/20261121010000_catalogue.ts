@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 export async function up(knex: Knex): Promise<void> {
   // One timestamp format everywhere, for JSON built in SQL: 2026-11-21T10:00:00.000Z.
   await knex.raw(`
-    create function iso_time(t timestamptz) returns text language sql immutable parallel safe as
+    create function iso_time(t timestamptz) returns text language sql stable parallel safe as
     $$ select to_char(t at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$
   `);
 

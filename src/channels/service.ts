@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { scoped, whereExact, whereSearch } from '../db/scoped.js';
+import { countReferences, scoped, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { Principal } from '../http/auth.js';
 import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
@@ -94,12 +94,6 @@ export interface Dependents {
 
 const dependentTables = ['quotes', 'orders'] as const;
 
-async function countDependents(trx: Db, workspaceId: number, channelId: number): Promise<Dependents> {
-  const counts = dependentTables.map((table) => `(select count(*)::int from ${table} where workspace_id = ? and channel_id = ?) as ${table}`);
-  const { rows } = await trx.raw(`select ${counts.join(', ')}`, dependentTables.flatMap(() => [workspaceId, channelId]));
-  return rows[0];
-}
-
 /**
  * Owner only (checked by the route's auth kind). A channel that quotes or orders reference is
  * never deleted (the foreign keys restrict): 409 with their counts. Its roles go with it.
@@ -110,7 +104,7 @@ export async function deleteChannel(trx: Db, workspaceId: number, id: number): P
   const locked = await scoped(trx, 'channels', workspaceId).where({ id }).forUpdate().first('id');
   if (!locked) throw new NotFound('Channel not found.');
   const channel = await loadChannel(trx, workspaceId, id);
-  const dependents = await countDependents(trx, workspaceId, id);
+  const dependents: Dependents = await countReferences(trx, workspaceId, dependentTables, 'channel_id', id);
   if (Object.values(dependents).some((n) => n > 0)) {
     throw new Conflict(
       `This channel is used by ${dependents.quotes} quote(s) and ${dependents.orders} order(s) and cannot be deleted; archive it instead (status archived).`,

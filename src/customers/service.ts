@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { scoped, whereSearch } from '../db/scoped.js';
+import { countReferences, scoped, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import { emit } from '../events/emit.js';
 import type { CustomerChanges } from './schema.js';
@@ -76,12 +76,6 @@ export interface Dependents {
 
 const dependentTables = ['quotes', 'orders', 'visitors'] as const;
 
-async function countDependents(trx: Db, workspaceId: number, customerId: number): Promise<Dependents> {
-  const counts = dependentTables.map((table) => `(select count(*)::int from ${table} where workspace_id = ? and customer_id = ?) as ${table}`);
-  const { rows } = await trx.raw(`select ${counts.join(', ')}`, dependentTables.flatMap(() => [workspaceId, customerId]));
-  return rows[0];
-}
-
 /**
  * The cascade rule: with dependents and no `cascade`, 409 with their counts; with `cascade`, the
  * dependents go too, in the caller's transaction. Returns the snapshot taken before removal.
@@ -90,7 +84,7 @@ export async function deleteCustomer(trx: Db, workspaceId: number, id: number, c
   const locked = await scoped(trx, 'customers', workspaceId).where({ id }).forUpdate().first('id');
   if (!locked) throw new NotFound('Customer not found.');
   const customer = await getCustomer(trx, workspaceId, id);
-  const dependents = await countDependents(trx, workspaceId, id);
+  const dependents: Dependents = await countReferences(trx, workspaceId, dependentTables, 'customer_id', id);
   if (Object.values(dependents).some((n) => n > 0)) {
     if (!cascade) {
       throw new Conflict('This customer has quotes, orders or visitors; delete again with cascade=1 to delete them too.', { dependents });

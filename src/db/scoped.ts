@@ -31,3 +31,16 @@ export function whereSearch(query: Knex.QueryBuilder, columns: string[], q: stri
     for (const column of columns) w.orWhereILike(column, pattern);
   });
 }
+
+/** How many rows of each table reference a record, e.g. the quotes and orders of a customer: one query. */
+export async function countReferences<T extends string>(
+  db: Db,
+  workspaceId: number,
+  tables: readonly T[],
+  column: string,
+  id: number,
+): Promise<Record<T, number>> {
+  const counts = tables.map((table) => `(select count(*)::int from ${table} where workspace_id = ? and ${column} = ?) as ${table}`);
+  const { rows } = await db.raw(`select ${counts.join(', ')}`, tables.flatMap(() => [workspaceId, id]));
+  return rows[0];
+}
