@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
 import { openPostgres } from '../src/db/database.js';
-import { setLogLevel } from '../src/log.js';
+import { captureLogs } from './helpers/logs.js';
 
 let app: TestApp;
 test.before(async () => {
@@ -112,26 +112,13 @@ test.serial('an unexpected error is a generic 500, logged with the request id an
   const isolated = await startApp();
   t.teardown(() => isolated.close());
   await isolated.db.schema.renameTable('sessions', 'sessions_gone');
-  const lines: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  setLogLevel('error');
-  process.stderr.write = ((chunk: string) => {
-    lines.push(String(chunk));
-    return true;
-  }) as typeof process.stderr.write;
-  let res;
-  try {
-    res = await isolated.client().get('/api/v1/auth/me', { headers: { cookie: 'quoting_session=abc' } });
-  } finally {
-    process.stderr.write = write;
-    setLogLevel('silent');
-  }
+  const { result: res, logs } = await captureLogs(() => isolated.client().get('/api/v1/auth/me', { headers: { cookie: 'quoting_session=abc' } }));
   t.is(res.status, 500);
   const requestId = res.headers.get('x-request-id')!;
   t.deepEqual(Object.keys(res.body), ['error']);
   t.true(res.body.error.includes(requestId));
   t.notRegex(res.body.error, /sessions|relation|at /);
-  const logged = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'unhandled error');
+  const logged = logs.find((l) => l.msg === 'unhandled error')!;
   t.truthy(logged);
   t.is(logged.request_id, requestId);
   t.regex(logged.error, /sessions/);
