@@ -22,7 +22,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('country');
     t.text('currency');
     t.timestamps(true, true);
-    t.index(['workspace_id']);
+    t.index(['workspace_id', 'id']); // lists are read in pages by id within a workspace
   });
 
   await knex.schema.createTable('channel_members', (t) => {
@@ -46,6 +46,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('notes');
     t.timestamps(true, true);
     t.unique(['workspace_id', 'email']);
+    t.index(['workspace_id', 'id']);
   });
 
   await knex.schema.createTable('products', (t) => {
@@ -60,7 +61,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('description');
     t.timestamps(true, true);
     t.unique(['workspace_id', 'sku']);
-    t.index(['workspace_id', 'name']);
+    t.index(['workspace_id', 'id']);
   });
 
   await knex.schema.createTable('variants', (t) => {

@@ -112,3 +112,24 @@ test('changing the email to one another customer has is 409', async (t) => {
   t.is(res.status, 409);
   t.regex(res.body.error, /taken@example.com/);
 });
+
+test('a long list streams every row once, in id order, across pages', async (t) => {
+  const big = await signUpOwner(app, 'Big');
+  await app.db.raw(
+    `insert into customers (workspace_id, email, name, company)
+     select ?, 'bulk' || n || '@example.com', 'Bulk ' || n, case when n % 2 = 0 then 'Even Co' else 'Odd Co' end from generate_series(1, 2345) n`,
+    [big.workspace.id],
+  );
+  const res = await big.client.get('/api/v1/customers');
+  t.is(res.status, 200);
+  t.regex(res.headers.get('content-type')!, /^application\/json/);
+  t.is(res.body.version, 'v1');
+  const list = res.body.data.customers as { id: number; email: string }[];
+  t.is(list.length, 2345);
+  t.deepEqual(list.map((c) => c.id), [...list.map((c) => c.id)].sort((a, b) => a - b));
+  t.is(new Set(list.map((c) => c.id)).size, 2345);
+  const even = await big.client.get('/api/v1/customers?q=even%20co');
+  t.is(even.body.data.customers.length, 1172);
+  const none = await big.client.get('/api/v1/customers?q=nobody-at-all');
+  t.deepEqual(none.body, { version: 'v1', data: { customers: [] } });
+});

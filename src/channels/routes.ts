@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { rawData, reply, type Api } from '../http/api.js';
+import { jsonList, reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { channelOut, createChannelBody, listChannelsQuery, memberBody, memberOut, updateChannelBody } from './schema.js';
-import { createChannel, deleteChannel, getChannel, grantRole, listChannelsJson, revokeRole, updateChannel } from './service.js';
+import { createChannel, deleteChannel, getChannel, grantRole, listChannels, revokeRole, updateChannel } from './service.js';
 
 const rolesNote =
   'Owners may do everything. A member reads a channel only with a role on it (viewer, editor or manager; 403 otherwise) ' +
@@ -28,7 +28,7 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       description: 'Owners see every channel of the workspace; a member sees the channels they have a role on. type, ownership, status and country are exact-match filters (country case-insensitive), q a case-insensitive substring of the name; empty values are ignored.',
       errors: { 422: 'A filter value is not one of the allowed values (the message names the filter)' },
     },
-    async ({ query, auth }) => rawData('channels', await listChannelsJson(db, auth, query)),
+    async ({ query, auth }) => jsonList('channels', listChannels(db, auth, query)),
   );
 
   api.route(

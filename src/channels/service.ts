@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereExact, whereSearch } from '../db/scoped.js';
+import { jsonPages } from '../db/pages.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { Principal } from '../http/auth.js';
 import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
@@ -61,14 +62,14 @@ export interface ChannelFilters {
   q?: string;
 }
 
-/** The channels the caller may read (owners: all; members: those they have a role on), filtered, as one JSON text. */
-export async function listChannelsJson(db: Db, auth: Principal, filters: ChannelFilters): Promise<string> {
-  const query = scoped(db, 'channels as c', auth.workspace.id).select(db.raw(`coalesce(json_agg(${channelJson()} order by c.id), '[]')::text as json`));
-  whereReadable(query, db, auth, 'c.id');
-  whereExact(query, { 'c.type': filters.type, 'c.ownership': filters.ownership, 'c.status': filters.status, 'c.country': filters.country });
-  whereSearch(query, ['c.name'], filters.q);
-  const [row] = await query;
-  return row.json;
+/** The channels the caller may read (owners: all; members: those they have a role on), filtered, as JSON pages. */
+export function listChannels(db: Db, auth: Principal, filters: ChannelFilters): AsyncGenerator<string> {
+  const filtered = () => {
+    const query = whereReadable(scoped(db, 'channels as c', auth.workspace.id), db, auth, 'c.id');
+    whereExact(query, { 'c.type': filters.type, 'c.ownership': filters.ownership, 'c.status': filters.status, 'c.country': filters.country });
+    return whereSearch(query, ['c.name'], filters.q);
+  };
+  return jsonPages(db, filtered, 'c.id', channelJson());
 }
 
 /** Owner only (checked by the route's auth kind). */

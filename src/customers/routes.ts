@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { rawData, reply, type Api } from '../http/api.js';
+import { jsonList, reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { createCustomerBody, customerOut, deleteCustomerQuery, listCustomersQuery, updateCustomerBody } from './schema.js';
-import { deleteCustomer, getCustomer, listCustomersJson, updateCustomer, upsertCustomer } from './service.js';
+import { deleteCustomer, getCustomer, listCustomers, updateCustomer, upsertCustomer } from './service.js';
 
 export function customerRoutes(api: Api, { db }: AppDeps): void {
   const tag = 'Customers';
@@ -25,7 +25,7 @@ export function customerRoutes(api: Api, { db }: AppDeps): void {
       method: 'get', path: '/customers', tag, auth: 'session', query: listCustomersQuery, response: z.object({ customers: z.array(customerOut) }),
       summary: 'Every customer of the workspace (unpaginated), optionally filtered by q',
     },
-    async ({ query, auth }) => rawData('customers', await listCustomersJson(db, auth.workspace.id, query)),
+    async ({ query, auth }) => jsonList('customers', listCustomers(db, auth.workspace.id, query)),
   );
 
   api.route(

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereSearch } from '../db/scoped.js';
+import { jsonPages } from '../db/pages.js';
 import { Conflict, NotFound } from '../errors.js';
 import { emit } from '../events/emit.js';
 import type { CustomerChanges } from './schema.js';
@@ -23,12 +24,9 @@ export async function getCustomer(db: Db, workspaceId: number, id: number): Prom
   return row.json;
 }
 
-/** The whole filtered list as one JSON text, built by the database: one query, no per-row objects here. */
-export async function listCustomersJson(db: Db, workspaceId: number, filters: { q?: string }): Promise<string> {
-  const query = scoped(db, 'customers as c', workspaceId).select(db.raw(`coalesce(json_agg(${customerJson()} order by c.id), '[]')::text as json`));
-  whereSearch(query, ['c.name', 'c.email', 'c.company'], filters.q);
-  const [row] = await query;
-  return row.json;
+/** The filtered list, by id, as JSON pages rendered by the database. */
+export function listCustomers(db: Db, workspaceId: number, filters: { q?: string }): AsyncGenerator<string> {
+  return jsonPages(db, () => whereSearch(scoped(db, 'customers as c', workspaceId), ['c.name', 'c.email', 'c.company'], filters.q), 'c.id', customerJson());
 }
 
 /**

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
@@ -44,14 +45,26 @@ export class Reply {
 /** Answers with a status other than the route's default, e.g. 201 for a created record. */
 export const reply = (status: number, data: Record<string, unknown>) => new Reply(status, data);
 
-/** `data` already serialised, e.g. a list the database built as one JSON text: `{key: <json>}`. */
-export class RawData {
-  constructor(readonly json: string) {}
+/** A list streamed as `data.<key>`: pages of comma-separated JSON values (see db/pages.ts). */
+export class JsonList {
+  constructor(
+    readonly key: string,
+    readonly pages: AsyncIterable<string>,
+  ) {}
 }
 
-export const rawData = (key: string, json: string) => new RawData(`{${JSON.stringify(key)}:${json}}`);
+export const jsonList = (key: string, pages: AsyncIterable<string>) => new JsonList(key, pages);
 
-type Handler<B extends z.ZodType, Q extends z.ZodType> = (input: HandlerInput<B, Q>) => Promise<Record<string, unknown> | Reply | RawData>;
+async function* listBody(key: string, first: IteratorResult<string>, rest: AsyncIterator<string>): AsyncGenerator<string> {
+  yield `{"version":"v1","data":{${JSON.stringify(key)}:[`;
+  if (!first.done) {
+    yield first.value;
+    for (let next = await rest.next(); !next.done; next = await rest.next()) yield `,${next.value}`;
+  }
+  yield ']}}';
+}
+
+type Handler<B extends z.ZodType, Q extends z.ZodType> = (input: HandlerInput<B, Q>) => Promise<Record<string, unknown> | Reply | JsonList>;
 
 const empty = z.object({});
 
@@ -76,10 +89,13 @@ export class Api {
         const body = def.body ? parseInput(def.body, ctx.request.body ?? {}) : {};
         const query = def.query ? parseInput(def.query, ctx.query) : {};
         const result = await handler({ ctx, body, query, params, auth } as HandlerInput<B, Q>);
-        if (result instanceof RawData) {
+        if (result instanceof JsonList) {
+          // The first page is read before anything is sent, so a failure there is still a JSON error answer.
+          const pages = result.pages[Symbol.asyncIterator]();
+          const first = await pages.next();
           ctx.status = def.status ?? 200;
           ctx.type = 'application/json';
-          ctx.body = `{"version":"v1","data":${result.json}}`;
+          ctx.body = Readable.from(listBody(result.key, first, pages));
           return;
         }
         const { status, data } = result instanceof Reply ? result : { status: def.status ?? 200, data: result };

@@ -33,7 +33,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(healthz(deps));
   app.use(api.router.routes());
   app.use(notFound);
-  app.on('error', () => {}); // errors are answered and logged by requestContext
+  // requestContext answers and logs errors; what reaches koa is a streamed body failing after its first byte.
+  app.on('error', (err: unknown) => log.error('response failed after it started', errorFields(err)));
   return app;
 }
 

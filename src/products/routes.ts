@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { rawData, type Api } from '../http/api.js';
+import { jsonList, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { createProductBody, createVariantBody, listProductsQuery, productOut, updateProductBody, updateVariantBody, variantOut } from './schema.js';
-import { addVariant, createProduct, deleteProduct, deleteVariant, getProduct, listProductsJson, updateProduct, updateVariant } from './service.js';
+import { addVariant, createProduct, deleteProduct, deleteVariant, getProduct, listProducts, updateProduct, updateVariant } from './service.js';
 
 export function productRoutes(api: Api, { db }: AppDeps): void {
   const tag = 'Products';
@@ -30,7 +30,7 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
       summary: 'Every product of the workspace with its variants embedded (unpaginated, ordered by id), optionally filtered',
       description: 'type, status and brand are exact matches; q is a case-insensitive substring of the name, the SKU or any variant SKU (% and _ are literal). Empty values are ignored.',
     },
-    async ({ query, auth }) => rawData('products', await listProductsJson(db, auth.workspace.id, query)),
+    async ({ query, auth }) => jsonList('products', listProducts(db, auth.workspace.id, query)),
   );
 
   api.route(

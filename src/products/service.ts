@@ -1,4 +1,6 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
+import { jsonPages } from '../db/pages.js';
 import { likePattern, scoped, whereExact } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { ProductChanges, ProductInput, VariantChanges, VariantInput } from './schema.js';
@@ -93,9 +95,13 @@ export interface ProductFilters {
   q?: string;
 }
 
-/** The whole filtered list, variants embedded, as one JSON text built by the database in one query. */
-export async function listProductsJson(db: Db, workspaceId: number, filters: ProductFilters): Promise<string> {
-  const query = scoped(db, 'products as p', workspaceId).select(db.raw(`coalesce(json_agg(${productJson()} order by p.id), '[]')::text as json`));
+/** The filtered list, by id, variants embedded, as JSON pages rendered by the database. */
+export function listProducts(db: Db, workspaceId: number, filters: ProductFilters): AsyncGenerator<string> {
+  return jsonPages(db, () => filteredProducts(db, workspaceId, filters), 'p.id', productJson());
+}
+
+function filteredProducts(db: Db, workspaceId: number, filters: ProductFilters): Knex.QueryBuilder {
+  const query = scoped(db, 'products as p', workspaceId);
   whereExact(query, { 'p.type': filters.type, 'p.status': filters.status, 'p.brand': filters.brand });
   if (filters.q) {
     const pattern = likePattern(filters.q);
@@ -106,8 +112,7 @@ export async function listProductsJson(db: Db, workspaceId: number, filters: Pro
         .orWhereExists((sub) => sub.select(db.raw('1')).from('variants as v').whereRaw('v.product_id = p.id and v.workspace_id = p.workspace_id').whereILike('v.sku', pattern)),
     );
   }
-  const [row] = await query;
-  return row.json;
+  return query;
 }
 
 async function insertVariants(trx: Db, workspaceId: number, productId: number, variants: VariantInput[]): Promise<number[]> {
