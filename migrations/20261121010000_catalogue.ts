@@ -81,7 +81,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('id').primary();
     t.integer('workspace_id').notNullable().references('workspaces.id').onDelete('CASCADE');
     t.text('type').notNullable();
-    t.jsonb('data').notNullable();
+    t.json('data').notNullable(); // json keeps the text as written: a delivery body has the API's key order
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.index(['workspace_id', 'created_at']);
   });

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const flag = z
@@ -43,6 +44,17 @@ export const configSchema = z.object({
   SMTP_URL: url('an SMTP URL such as smtp://user:pass@mail.example.com:587', ['smtp:', 'smtps:']).optional().or(z.literal('').transform(() => undefined)),
   MAIL_FROM: z.string().trim().min(3).default('Quoting <no-reply@localhost>'),
   WEBHOOKS_ENABLED: flag.default(true),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number({ error: 'expects a whole number from 1 to 100' }).int({ error: 'expects a whole number from 1 to 100' }).min(1, { error: 'expects a whole number from 1 to 100' }).max(100, { error: 'expects a whole number from 1 to 100' }).default(6),
+  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number({ error: 'expects a number of seconds (0.1 to 300)' }).min(0.1, { error: 'expects a number of seconds (0.1 to 300)' }).max(300, { error: 'expects a number of seconds (0.1 to 300)' }).default(20),
+  WEBHOOK_WORKER_BATCH: z.coerce.number({ error: 'expects a whole number from 1 to 10000' }).int({ error: 'expects a whole number from 1 to 10000' }).min(1, { error: 'expects a whole number from 1 to 10000' }).max(10_000, { error: 'expects a whole number from 1 to 10000' }).default(100),
+  WEBHOOK_CONCURRENCY: z.coerce.number({ error: 'expects a whole number from 1 to 256' }).int({ error: 'expects a whole number from 1 to 256' }).min(1, { error: 'expects a whole number from 1 to 256' }).max(256, { error: 'expects a whole number from 1 to 256' }).default(16),
+  WEBHOOK_LEASE_SECONDS: z.coerce.number({ error: 'expects a number of seconds (1 to 3600)' }).min(1, { error: 'expects a number of seconds (1 to 3600)' }).max(3600, { error: 'expects a number of seconds (1 to 3600)' }).optional(),
+  OUTBOUND_ALLOWED_CIDRS: z
+    .string()
+    .trim()
+    .transform((v) => v.split(',').map((c) => c.trim()).filter(Boolean))
+    .refine((cidrs) => cidrs.every(isCidr), 'expects comma-separated CIDRs such as 10.0.0.0/8,127.0.0.1/32')
+    .default([]),
   SESSION_CACHE_SECONDS: z.coerce
     .number({ error: 'expects a whole number of seconds (0 turns the cache off)' })
     .int({ error: 'expects a whole number of seconds (0 turns the cache off)' })
@@ -74,6 +86,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const config = result.data;
   return { ...config, APP_URL: (config.APP_URL ?? `http://${hostForUrl(config.HOST)}:${config.PORT}`).replace(/\/+$/, '') };
+}
+
+function isCidr(value: string): boolean {
+  const [address, bits, ...rest] = value.split('/');
+  const family = isIP(address);
+  if (!family || rest.length || bits === undefined || !/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
 }
 
 function describe(message: string): string {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Database } from '../db/database.js';
 import type { ResolvedSession } from './sessions.js';
 import { log } from '../log.js';
 
@@ -65,45 +66,22 @@ export async function authChanged(db: Knex, cache: SessionCache | null, scope: A
 }
 
 /**
- * On PostgreSQL, listens for auth changes made by other processes. While the listening connection
- * is down, the cache is emptied and bypassed, so nothing stale is served.
+ * Listens for auth changes made by other processes. While the listening connection is down, the
+ * cache is emptied and bypassed, so nothing stale is served.
  */
-export function listenForAuthChanges(connectionString: string, cache: SessionCache): () => Promise<void> {
-  let stopped = false;
-  let client: import('pg').Client | undefined;
-  let retry: NodeJS.Timeout | undefined;
-  const connect = async () => {
-    const { default: pg } = await import('pg');
-    const next = new pg.Client({ connectionString, application_name: 'quoting-auth-listener' });
-    next.on('notification', (message) => {
+export function listenForAuthChanges(database: Database, cache: SessionCache): () => Promise<void> {
+  return database.listen(
+    CHANNEL,
+    (payload) => {
       try {
-        cache.evict(JSON.parse(message.payload ?? '"all"') as AuthScope);
+        cache.evict(JSON.parse(payload || '"all"') as AuthScope);
       } catch {
         cache.evict('all');
       }
-    });
-    next.on('error', () => reconnect());
-    next.on('end', () => reconnect());
-    client = next;
-    await next.connect();
-    if (stopped) return void (await next.end());
-    await next.query(`LISTEN ${CHANNEL}`);
-    cache.bypass = false;
-  };
-  const reconnect = () => {
-    cache.bypass = true;
-    cache.evict('all');
-    if (stopped || retry) return;
-    retry = setTimeout(() => {
-      retry = undefined;
-      connect().catch(() => reconnect());
-    }, 1000);
-  };
-  cache.bypass = true;
-  connect().catch(() => reconnect());
-  return async () => {
-    stopped = true;
-    if (retry) clearTimeout(retry);
-    await client?.end().catch(() => undefined);
-  };
+    },
+    (up) => {
+      cache.bypass = !up;
+      if (!up) cache.evict('all');
+    },
+  );
 }

@@ -35,6 +35,23 @@ export function buildProgram(): Command {
     .requiredOption('--workspace <slug>', 'the workspace slug')
     .action(run(async (opts) => (await import('./workspace.js')).rotateKeysCommand(opts)));
 
+  program
+    .command('worker')
+    .description('deliver due webhooks: one batch (for cron), or --watch to keep delivering')
+    .option('--watch', 'keep running; pick up new deliveries as they are queued')
+    .action(run(async (opts) => (await import('./webhooks.js')).workerCommand(opts)));
+
+  const webhooks = program.command('webhooks').description('manage webhook deliveries');
+  webhooks
+    .command('resend')
+    .description('put deliveries back on the queue: by id, or all of a workspace with a status')
+    .argument('[delivery-id...]', 'delivery ids to re-queue')
+    .option('--workspace <slug>', 'with --status: the workspace whose deliveries to re-queue')
+    .option('--status <status>', 'dead or failed')
+    .option('--since <iso-date>', 'only deliveries created at or after this time')
+    .option('--subscription <id>', 'only deliveries of this subscription')
+    .action(async (ids: string[], _opts: unknown, command: Command) => (await import('./webhooks.js')).resendCommand(ids, command.optsWithGlobals()));
+
   const workspace = program.command('workspace').description('manage workspaces');
   workspace
     .command('create')

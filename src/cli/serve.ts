@@ -4,6 +4,8 @@ import { createApp } from '../http/app.js';
 import { createMailer } from '../mail/mailer.js';
 import { log } from '../log.js';
 import { listenForAuthChanges, SessionCache } from '../auth/session-cache.js';
+import { scheduleDeliveries } from '../webhooks/run.js';
+import { workerSettings } from '../webhooks/worker.js';
 import { commandConfig, ensureSchema } from './context.js';
 
 export async function serve(opts: Record<string, unknown>): Promise<void> {
@@ -29,7 +31,9 @@ export async function serve(opts: Record<string, unknown>): Promise<void> {
   });
   // Other processes on the same PostgreSQL (more servers, the CLI) announce auth changes by NOTIFY.
   // Started once the port is ours (before any request is read), so a failed start leaves no connection open.
-  const stopListening = config.DATABASE_URL ? listenForAuthChanges(config.DATABASE_URL, sessionCache) : async () => {};
+  const stopListening = database.kind === 'postgres' ? listenForAuthChanges(database, sessionCache) : async () => {};
+  // On PostgreSQL, `quoting worker` (cron or --watch) delivers webhooks; on the embedded database only this process can.
+  const stopDeliveries = database.kind === 'pglite' ? await scheduleDeliveries(database, workerSettings(config)) : async () => {};
   server.keepAliveTimeout = 65_000;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -46,6 +50,7 @@ export async function serve(opts: Record<string, unknown>): Promise<void> {
     server.closeIdleConnections();
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
     mailer?.close();
+    await stopDeliveries();
     await stopListening();
     await database.close();
     process.exit(0);

@@ -8,6 +8,11 @@ export type Db = Knex | Knex.Transaction;
 export interface Database {
   knex: Knex;
   kind: 'postgres' | 'pglite';
+  /**
+   * LISTENs on a channel (notifications sent inside a transaction arrive after it commits).
+   * `onState(false)` says notifications may be missed until `onState(true)`; returns the way to stop.
+   */
+  listen(channel: string, onMessage: (payload: string) => void, onState?: (up: boolean) => void): () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,12 +45,47 @@ export function openPostgres(connectionString: string, poolMax = 10): Database {
     acquireConnectionTimeout: 10_000,
     log: knexLog,
   });
-  return { knex, kind: 'postgres', close: () => knex.destroy() };
+  return { knex, kind: 'postgres', listen: (channel, onMessage, onState) => listenPostgres(connectionString, channel, onMessage, onState), close: () => knex.destroy() };
+}
+
+/** A dedicated connection that LISTENs, reconnecting after a second when it drops. */
+function listenPostgres(connectionString: string, channel: string, onMessage: (payload: string) => void, onState: (up: boolean) => void = () => {}): () => Promise<void> {
+  let stopped = false;
+  let client: import('pg').Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async () => {
+    const { default: pg } = await import('pg');
+    const next = new pg.Client({ connectionString, application_name: `quoting-listen-${channel}` });
+    next.on('notification', (message) => onMessage(message.payload ?? ''));
+    next.on('error', () => reconnect());
+    next.on('end', () => reconnect());
+    client = next;
+    await next.connect();
+    if (stopped) return void (await next.end());
+    await next.query(`LISTEN "${channel.replace(/"/g, '')}"`);
+    onState(true);
+  };
+  const reconnect = () => {
+    onState(false);
+    if (stopped || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      connect().catch(() => reconnect());
+    }, 1000);
+  };
+  onState(false);
+  connect().catch(() => reconnect());
+  return async () => {
+    stopped = true;
+    if (retry) clearTimeout(retry);
+    await client?.end().catch(() => undefined);
+  };
 }
 
 interface ClosablePglite {
   closed: boolean;
   close(): Promise<void>;
+  listen(channel: string, callback: (payload: string) => void): Promise<() => Promise<void>>;
 }
 
 /** Wraps a PGlite instance (in memory or on disk) in knex. */
@@ -55,6 +95,13 @@ export async function openPglite(pglite: ClosablePglite, onClose: () => void = (
   return {
     knex,
     kind: 'pglite',
+    listen: (channel, onMessage, onState = () => {}) => {
+      const stop = pglite.listen(channel, onMessage).then((unlisten) => (onState(true), unlisten));
+      return async () => {
+        const unlisten = await stop.catch(() => undefined);
+        if (!pglite.closed) await unlisten?.();
+      };
+    },
     close: async () => {
       try {
         await knex.destroy();

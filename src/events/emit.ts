@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/database.js';
 import { errorFields, log } from '../log.js';
+import { enqueueDeliveries } from '../webhooks/service.js';
 
 export const eventTypes = [
   'quote.created', 'quote.updated', 'quote.sent', 'quote.accepted', 'quote.declined', 'quote.cancelled', 'quote.paid',
@@ -36,13 +37,16 @@ export function setEventsEnabled(value: boolean): void {
 /**
  * Writes an event to the outbox inside the caller's transaction, under a savepoint: it commits with
  * the change, and a failure here is logged and swallowed so the operation itself still succeeds.
- * `data` is shaped exactly as the JSON API returns the resource.
+ * `data` is shaped exactly as the JSON API returns the resource. The deliveries to matching
+ * webhook subscriptions are queued in the same savepoint.
  */
 export async function emit(trx: Db, workspaceId: number, type: EventType, data: Record<string, unknown>): Promise<void> {
   if (!enabled) return;
   try {
     await trx.transaction(async (savepoint) => {
-      await savepoint('events').insert({ id: eventId(), workspace_id: workspaceId, type, data: JSON.stringify(data) });
+      const id = eventId();
+      await savepoint('events').insert({ id, workspace_id: workspaceId, type, data: JSON.stringify(data) });
+      await enqueueDeliveries(savepoint, workspaceId, id, type);
     });
   } catch (err) {
     log.error('event not emitted', { type, workspace_id: workspaceId, ...errorFields(err) });

@@ -13,6 +13,7 @@ import { opsRoutes } from '../ops/routes.js';
 import { customerRoutes } from '../customers/routes.js';
 import { productRoutes } from '../products/routes.js';
 import { channelRoutes } from '../channels/routes.js';
+import { webhookRoutes } from '../webhooks/routes.js';
 import { setEventsEnabled } from '../events/emit.js';
 
 /** The HTTP app: the versioned JSON API under /api/v1 plus /healthz. */
@@ -41,7 +42,7 @@ export function createApp(deps: AppDeps): Koa {
 /** Every endpoint of the versioned API, registered once; the OpenAPI document is built from the same list. */
 export function buildApi(deps: AppDeps): Api {
   const api = new Api(authenticator(deps.db, deps.config, deps.sessionCache));
-  for (const register of [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes]) register(api, deps);
+  for (const register of [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes, webhookRoutes]) register(api, deps);
   return api;
 }
 
