@@ -24,8 +24,9 @@ export function workerSettings(config: Config): WorkerSettings {
     concurrency: config.WEBHOOK_CONCURRENCY,
     maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
     timeoutMs: config.WEBHOOK_TIMEOUT_SECONDS * 1000,
-    // Long enough for a whole batch at the timeout, so a live worker never loses its rows.
-    leaseSeconds: config.WEBHOOK_LEASE_SECONDS ?? Math.ceil(config.WEBHOOK_TIMEOUT_SECONDS * 2 + 30),
+    // Long enough for a whole batch at the timeout (batch / concurrency rounds), so a live worker never loses its rows.
+    leaseSeconds:
+      config.WEBHOOK_LEASE_SECONDS ?? Math.ceil(Math.ceil(config.WEBHOOK_WORKER_BATCH / config.WEBHOOK_CONCURRENCY) * config.WEBHOOK_TIMEOUT_SECONDS + 30),
     allowedCidrs: config.OUTBOUND_ALLOWED_CIDRS,
   };
 }
