@@ -14,6 +14,8 @@ import { customerRoutes } from '../customers/routes.js';
 import { productRoutes } from '../products/routes.js';
 import { channelRoutes } from '../channels/routes.js';
 import { webhookRoutes } from '../webhooks/routes.js';
+import { quoteRoutes } from '../quotes/routes.js';
+import { orderRoutes } from '../orders/routes.js';
 import { setEventsEnabled } from '../events/emit.js';
 
 /** The HTTP app: the versioned JSON API under /api/v1 plus /healthz. */
@@ -42,7 +44,8 @@ export function createApp(deps: AppDeps): Koa {
 /** Every endpoint of the versioned API, registered once; the OpenAPI document is built from the same list. */
 export function buildApi(deps: AppDeps): Api {
   const api = new Api(authenticator(deps.db, deps.config, deps.sessionCache));
-  for (const register of [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes, webhookRoutes]) register(api, deps);
+  const areas = [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes, quoteRoutes, orderRoutes, webhookRoutes];
+  for (const register of areas) register(api, deps);
   return api;
 }
 

@@ -59,47 +59,96 @@ export const optionalText = (max: number) =>
 export const requiredText = (max: number) =>
   z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).refine(noNul, noNulMessage);
 
-/** numeric(14,2): at most 12 digits before the point. */
-const MAX_INTEGER_DIGITS = 12;
+interface DecimalRules {
+  /** Digits allowed after the point. */
+  scale: number;
+  /** Digits allowed before it (numeric(14,2) holds 12). */
+  integerDigits: number;
+  /** Whether zero is allowed (it never may be negative). */
+  zero: boolean;
+  description: string;
+  examples: unknown[];
+}
 
 /**
- * Money in: a number or a numeric string, ≥ 0, at most 2 decimals; null or '' clears it.
- * The result is the validated decimal text, handed to PostgreSQL as it stands (no float arithmetic here).
+ * A decimal in: a number or a numeric string within the rules; the result is the validated decimal
+ * text, handed to PostgreSQL as it stands (no float arithmetic here). null or '' is null.
  */
-export const moneyInput = z
-  .unknown()
-  .transform((value, ctx): string | null => {
-    const fail = (message: string) => {
-      ctx.addIssue({ code: 'custom', message });
-      return z.NEVER;
-    };
-    if (value === null) return null;
-    let text: string;
-    if (typeof value === 'number') {
-      if (!Number.isFinite(value)) return fail('must be a finite number');
-      if (value < 0) return fail('must be zero or more');
-      text = String(value);
-      // String() switches to exponent form below 1e-6 and from 1e21 on: too precise or too large.
-      if (/e/i.test(text)) return fail(Math.abs(value) < 1 ? 'must have at most 2 decimal places' : 'must be less than 1000000000000');
-    } else if (typeof value === 'string') {
-      text = value.trim();
-      if (text === '') return null;
-    } else {
-      return fail('must be a number or a numeric string such as "12.50"');
-    }
-    if (/^-\s*\d*\.?\d+$/.test(text)) return fail('must be zero or more');
-    const match = /^(\d+)(?:\.(\d+))?$/.exec(text);
-    if (!match) return fail('must be a decimal number such as "12.50"');
-    if ((match[2] ?? '').length > 2) return fail('must have at most 2 decimal places');
-    if (match[1].replace(/^0+(?=\d)/, '').length > MAX_INTEGER_DIGITS) return fail('must be less than 1000000000000');
-    return text;
-  })
-  .meta({
-    type: ['string', 'number', 'null'],
-    description: 'Money: a number or a decimal string, zero or more, at most 2 decimals (stored and returned as "12.50"); null clears it',
-    examples: ['12.50', 12.5],
-  });
+function decimalInput(rules: DecimalRules) {
+  const limit = `1${'0'.repeat(rules.integerDigits)}`;
+  const sign = rules.zero ? 'must be zero or more' : 'must be more than zero';
+  return z
+    .unknown()
+    .transform((value, ctx): string | null => {
+      const fail = (message: string) => {
+        ctx.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      };
+      if (value === null) return null;
+      let text: string;
+      if (typeof value === 'number') {
+        if (!Number.isFinite(value)) return fail('must be a finite number');
+        if (value < 0) return fail(sign);
+        text = String(value);
+        // String() switches to exponent form below 1e-6 and from 1e21 on: too precise or too large.
+        if (/e/i.test(text)) return fail(Math.abs(value) < 1 ? `must have at most ${rules.scale} decimal places` : `must be less than ${limit}`);
+      } else if (typeof value === 'string') {
+        text = value.trim();
+        if (text === '') return null;
+      } else {
+        return fail(`must be a number or a numeric string such as ${JSON.stringify(rules.examples[0])}`);
+      }
+      if (/^-\s*\d*\.?\d+$/.test(text)) return fail(sign);
+      const match = /^(\d+)(?:\.(\d+))?$/.exec(text);
+      if (!match) return fail(`must be a decimal number such as ${JSON.stringify(rules.examples[0])}`);
+      if ((match[2] ?? '').length > rules.scale) return fail(`must have at most ${rules.scale} decimal places`);
+      if (match[1].replace(/^0+(?=\d)/, '').length > rules.integerDigits) return fail(`must be less than ${limit}`);
+      if (!rules.zero && /^0*\.?0*$/.test(text)) return fail(sign);
+      return text;
+    })
+    .meta({ type: ['string', 'number', 'null'], description: rules.description, examples: rules.examples });
+}
 
+/** Money: zero or more, at most 2 decimals (numeric(14,2)); returned as "12.50". */
+export const moneyInput = decimalInput({
+  scale: 2,
+  integerDigits: 12,
+  zero: true,
+  description: 'Money: a number or a decimal string, zero or more, at most 2 decimals (stored and returned as "12.50"); null clears it',
+  examples: ['12.50', 12.5],
+});
+
+/** A quantity: more than zero, at most 3 decimals (numeric(14,3)). */
+export const quantityInput = decimalInput({
+  scale: 3,
+  integerDigits: 11,
+  zero: false,
+  description: 'A positive number with at most 3 decimals, as a number or a decimal string',
+  examples: ['2', 1.5],
+});
+
+/** A percentage such as a tax rate: 0 to 999, at most 4 decimals (numeric(7,4)). */
+export const percentInput = decimalInput({
+  scale: 4,
+  integerDigits: 3,
+  zero: true,
+  description: 'A percentage, e.g. "8.25" for 8.25 %, at most 4 decimals',
+  examples: ['8.25', 20],
+});
+
+/** A calendar date (YYYY-MM-DD, or any parseable date, stored as its UTC date); null or '' clears it. */
+export const dateInput = z
+  .union([z.string(), z.null()])
+  .transform((value, ctx): string | null => {
+    if (value === null || value.trim() === '') return null;
+    const date = new Date(value.trim());
+    if (Number.isNaN(date.getTime()) || date.getUTCFullYear() < 1900 || date.getUTCFullYear() > 9999) {
+      ctx.addIssue({ code: 'custom', message: 'must be a date such as 2026-12-31' });
+      return z.NEVER;
+    }
+    return date.toISOString().slice(0, 10);
+  })
+  .meta({ type: ['string', 'null'], format: 'date', description: 'A date such as 2026-12-31 (any parseable date is accepted)' });
 
 /** ISO 3166-1 alpha-2, upper-cased; empty clears it. */
 export const countryInput = z

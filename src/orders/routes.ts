@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import { jsonList, reply, type Api } from '../http/api.js';
+import type { AppDeps } from '../http/deps.js';
+import { externalOrderBody, itemOut, listOrdersQuery, orderOut, updateOrderBody } from './schema.js';
+import { deleteOrder, getOrder, listOrders, updateOrder, upsertExternalOrder } from './service.js';
+
+export function orderRoutes(api: Api, { db }: AppDeps): void {
+  const tag = 'Orders';
+  const full = z.object({ order: orderOut, items: z.array(itemOut) });
+
+  api.route(
+    {
+      method: 'post', path: '/orders/external', tag, auth: 'secret', status: 201, body: externalOrderBody, response: full,
+      summary: 'Create or update an order from a backend (secret key), by (external_source, external_id): 201 created, 200 updated',
+      description: 'A match is updated and its items replaced; emits order.created or order.updated. Without a caller-supplied external_id a retry would duplicate, so external_id is required.',
+    },
+    async ({ body, auth }) => {
+      const { order, items, created } = await db.transaction((trx) => upsertExternalOrder(trx, auth, body));
+      return reply(created ? 201 : 200, { order, items });
+    },
+  );
+
+  api.route(
+    {
+      method: 'get', path: '/orders', tag, auth: 'session', query: listOrdersQuery, response: z.object({ orders: z.array(orderOut) }),
+      summary: 'The orders the caller may read (unpaginated, by id), filtered by status, channel_id, customer_id and q',
+    },
+    async ({ query, auth }) => jsonList('orders', listOrders(db, auth, query)),
+  );
+
+  api.route(
+    { method: 'get', path: '/orders/{id}', tag, auth: 'session', response: full, summary: 'An order with its items' },
+    async ({ params, auth }) => getOrder(db, auth, params.id),
+  );
+
+  api.route(
+    { method: ['patch', 'put'], path: '/orders/{id}', tag, auth: 'session', body: updateOrderBody, response: full, summary: 'Change status or notes; emits order.updated' },
+    async ({ params, body, auth }) => db.transaction((trx) => updateOrder(trx, auth, params.id, body)),
+  );
+
+  api.route(
+    { method: 'delete', path: '/orders/{id}', tag, auth: 'session', response: z.object({ order: orderOut }), summary: 'Delete an order; emits order.deleted with the snapshot' },
+    async ({ params, auth }) => ({ order: await db.transaction((trx) => deleteOrder(trx, auth, params.id)) }),
+  );
+}

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { currencyInput, emailInput, filterInput, idFilterInput, idInput, moneyInput, optionalText, quantityInput, requiredText } from '../http/validate.js';
+import { id, timestamp } from '../http/schemas.js';
+
+export const orderStatuses = ['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const;
+
+const money = z.string().regex(/^\d+\.\d{2}$/).describe('Money: decimal string with two decimals');
+
+export const itemInput = z.object({
+  sku: optionalText(100),
+  description: optionalText(2000),
+  quantity: quantityInput.refine((v) => v !== null, 'is required').optional().default('1'),
+  price: moneyInput.refine((v) => v !== null, 'is required'),
+});
+export type ItemInput = z.output<typeof itemInput>;
+
+export const externalOrderBody = z.object({
+  external_source: requiredText(100).default('api'),
+  external_id: requiredText(200),
+  order_number: optionalText(100),
+  status: z.enum(orderStatuses, { error: `must be one of ${orderStatuses.join(', ')}` }).default('pending'),
+  currency: currencyInput.default('USD'),
+  customer: z.object({ email: emailInput, name: optionalText(200) }).optional(),
+  channel_id: idInput.optional(),
+  placed_at: z
+    .union([z.string(), z.null()])
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === null || value.trim() === '') return value === undefined ? undefined : null;
+      const date = new Date(value);
+      if (Number.isNaN(date.getTime())) {
+        ctx.addIssue({ code: 'custom', message: 'must be a date such as 2026-11-21T10:00:00Z' });
+        return z.NEVER;
+      }
+      return date;
+    }),
+  notes: optionalText(10_000),
+  items: z.array(itemInput).max(1000, 'must have at most 1000 items').default([]),
+});
+export type ExternalOrderInput = z.output<typeof externalOrderBody>;
+
+export const updateOrderBody = z.object({
+  status: z.enum(orderStatuses, { error: `must be one of ${orderStatuses.join(', ')}` }).optional(),
+  notes: optionalText(10_000),
+});
+
+export const listOrdersQuery = z.object({
+  status: filterInput.pipe(z.enum(orderStatuses, { error: `must be one of ${orderStatuses.join(', ')}` }).optional()),
+  channel_id: idFilterInput,
+  customer_id: idFilterInput,
+  q: filterInput.describe('Case-insensitive substring of the order number, external id, customer name or customer email'),
+});
+
+export const orderOut = z.object({
+  id,
+  order_number: z.string().nullable(),
+  external_source: z.string(),
+  external_id: z.string(),
+  status: z.enum(orderStatuses),
+  currency: z.string(),
+  subtotal: money,
+  discount_amount: money,
+  tax_amount: money,
+  total: money,
+  customer_id: id.nullable(),
+  channel_id: id.nullable(),
+  quote_id: id.nullable(),
+  notes: z.string().nullable(),
+  placed_at: timestamp.nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const itemOut = z.object({
+  id,
+  order_id: id,
+  sku: z.string().nullable(),
+  description: z.string().nullable(),
+  quantity: z.string(),
+  price: money,
+  line_total: money,
+  created_at: timestamp,
+  updated_at: timestamp,
+});

@@ -1,0 +1,189 @@
+import type { Db } from '../db/database.js';
+import { jsonPages } from '../db/pages.js';
+import { scoped, whereExact, whereSearch } from '../db/scoped.js';
+import { Conflict, NotFound } from '../errors.js';
+import { emit } from '../events/emit.js';
+import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
+import type { Principal } from '../http/auth.js';
+import { upsertCustomer } from '../customers/service.js';
+import { lockedQuoteForUser, recordActivity } from '../quotes/service.js';
+import type { ExternalOrderInput, ItemInput } from './schema.js';
+
+export type OrderJson = Record<string, unknown> & { id: number; channel_id: number | null };
+export type ItemJson = Record<string, unknown> & { id: number };
+
+export const orderJson = (o = 'o') =>
+  `json_build_object('id', ${o}.id, 'order_number', ${o}.order_number, 'external_source', ${o}.external_source, 'external_id', ${o}.external_id, ` +
+  `'status', ${o}.status, 'currency', ${o}.currency, 'subtotal', ${o}.subtotal::text, 'discount_amount', ${o}.discount_amount::text, ` +
+  `'tax_amount', ${o}.tax_amount::text, 'total', ${o}.total::text, 'customer_id', ${o}.customer_id, 'channel_id', ${o}.channel_id, ` +
+  `'quote_id', ${o}.quote_id, 'notes', ${o}.notes, 'placed_at', iso_time(${o}.placed_at), 'created_at', iso_time(${o}.created_at), ` +
+  `'updated_at', iso_time(${o}.updated_at))`;
+
+const itemJson = (i = 'i') =>
+  `json_build_object('id', ${i}.id, 'order_id', ${i}.order_id, 'sku', ${i}.sku, 'description', ${i}.description, ` +
+  `'quantity', trim_scale(${i}.quantity)::text, 'price', ${i}.price::text, 'line_total', ${i}.line_total::text, ` +
+  `'created_at', iso_time(${i}.created_at), 'updated_at', iso_time(${i}.updated_at))`;
+
+async function orderById(db: Db, workspaceId: number, id: number): Promise<OrderJson> {
+  const row = await scoped(db, 'orders as o', workspaceId).where('o.id', id).first(db.raw(`${orderJson()} as json`));
+  if (!row) throw new NotFound('Order not found.');
+  return row.json;
+}
+
+async function itemsOf(db: Db, workspaceId: number, orderId: number): Promise<ItemJson[]> {
+  const rows = await scoped(db, 'order_items as i', workspaceId).where('i.order_id', orderId).orderBy('i.id').select(db.raw(`${itemJson()} as json`));
+  return rows.map((r: { json: ItemJson }) => r.json);
+}
+
+async function withItems(db: Db, workspaceId: number, id: number) {
+  return { order: await orderById(db, workspaceId, id), items: await itemsOf(db, workspaceId, id) };
+}
+
+async function accessibleOrder(db: Db, auth: Principal, id: number, need: 'read' | 'write', lock = false): Promise<OrderJson> {
+  if (lock && !(await scoped(db, 'orders', auth.workspace.id).where({ id }).forUpdate().first('id'))) throw new NotFound('Order not found.');
+  const order = await orderById(db, auth.workspace.id, id);
+  await assertChannelAccess(db, auth, order.channel_id, need);
+  return order;
+}
+
+export async function getOrder(db: Db, auth: Principal, id: number) {
+  await accessibleOrder(db, auth, id, 'read');
+  return withItems(db, auth.workspace.id, id);
+}
+
+export interface OrderFilters {
+  status?: string;
+  channel_id?: number;
+  customer_id?: number;
+  q?: string;
+}
+
+/** The orders the caller may read, filtered, by id, as JSON pages. */
+export function listOrders(db: Db, auth: Principal, filters: OrderFilters): AsyncGenerator<string> {
+  const filtered = () => {
+    const query = whereReadable(scoped(db, 'orders as o', auth.workspace.id), db, auth, 'o.channel_id').leftJoin('customers as c', 'c.id', 'o.customer_id');
+    whereExact(query, { 'o.status': filters.status, 'o.channel_id': filters.channel_id, 'o.customer_id': filters.customer_id });
+    return whereSearch(query, ['o.order_number', 'o.external_id', 'c.name', 'c.email'], filters.q);
+  };
+  return jsonPages(db, filtered, 'o.id', orderJson());
+}
+
+/** Status and notes; `order.updated` with the order and its items. */
+export async function updateOrder(trx: Db, auth: Principal, id: number, changes: { status?: string; notes?: string | null }) {
+  await accessibleOrder(trx, auth, id, 'write', true);
+  const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+  if (Object.keys(given).length === 0) return withItems(trx, auth.workspace.id, id);
+  await scoped(trx, 'orders', auth.workspace.id).where({ id }).update({ ...given, updated_at: trx.fn.now() });
+  const result = await withItems(trx, auth.workspace.id, id);
+  await emit(trx, auth.workspace.id, 'order.updated', result);
+  return result;
+}
+
+/** Hard delete; `order.deleted` with the snapshot. */
+export async function deleteOrder(trx: Db, auth: Principal, id: number): Promise<OrderJson> {
+  const order = await accessibleOrder(trx, auth, id, 'write', true);
+  await scoped(trx, 'orders', auth.workspace.id).where({ id }).delete();
+  await emit(trx, auth.workspace.id, 'order.deleted', { order });
+  return order;
+}
+
+async function replaceItems(trx: Db, workspaceId: number, orderId: number, items: ItemInput[]): Promise<void> {
+  await scoped(trx, 'order_items', workspaceId).where({ order_id: orderId }).delete();
+  if (items.length) {
+    await trx('order_items').insert(
+      items.map((item) => ({
+        workspace_id: workspaceId,
+        order_id: orderId,
+        sku: item.sku ?? null,
+        description: item.description ?? null,
+        quantity: item.quantity,
+        price: item.price,
+        line_total: trx.raw('round(?::numeric * ?::numeric, 2)', [item.quantity, item.price]),
+      })),
+    );
+  }
+}
+
+/** subtotal = Σ line totals; total = subtotal − discount + tax (an external order has neither). */
+async function totalOrder(trx: Db, workspaceId: number, orderId: number): Promise<void> {
+  await trx.raw(
+    `update orders o set subtotal = t.subtotal, total = t.subtotal - o.discount_amount + o.tax_amount, updated_at = now()
+     from (select coalesce(sum(line_total), 0) as subtotal from order_items where order_id = ? and workspace_id = ?) t
+     where o.id = ? and o.workspace_id = ?`,
+    [orderId, workspaceId, orderId, workspaceId],
+  );
+}
+
+/**
+ * `POST /orders/external`: upsert by (workspace, external_source, external_id). A new order emits
+ * `order.created`; a match is updated (its items replaced) and emits `order.updated`.
+ */
+export async function upsertExternalOrder(trx: Db, auth: Principal, input: ExternalOrderInput) {
+  const workspaceId = auth.workspace.id;
+  await assertChannelExists(trx, workspaceId, input.channel_id);
+  const customer = input.customer ? (await upsertCustomer(trx, workspaceId, input.customer)).customer : null;
+  const values = {
+    order_number: input.order_number ?? null,
+    status: input.status,
+    currency: input.currency,
+    customer_id: customer?.id ?? null,
+    channel_id: input.channel_id ?? null,
+    notes: input.notes ?? null,
+    placed_at: input.placed_at ?? null,
+  };
+  const { rows } = await trx.raw(
+    `insert into orders (workspace_id, external_source, external_id, ${Object.keys(values).join(', ')})
+     values (?, ?, ?, ${Object.keys(values).map(() => '?').join(', ')})
+     on conflict (workspace_id, external_source, external_id) do update set
+       ${Object.keys(values).map((key) => `${key} = excluded.${key}`).join(', ')}, updated_at = now()
+     returning id, (xmax = 0) as created`,
+    [workspaceId, input.external_source, input.external_id, ...(Object.values(values) as (string | number | Date | null)[])],
+  );
+  const { id, created } = rows[0] as { id: number; created: boolean };
+  await replaceItems(trx, workspaceId, id, input.items);
+  await totalOrder(trx, workspaceId, id);
+  const result = await withItems(trx, workspaceId, id);
+  await emit(trx, workspaceId, created ? 'order.created' : 'order.updated', result);
+  return { ...result, created: Boolean(created) };
+}
+
+/**
+ * Converts an accepted or paid quote into its order (external_id `quote:{id}`), once: a repeat,
+ * also a concurrent one, returns the same order with `created: false`.
+ */
+export async function convertQuote(trx: Db, auth: Principal, quoteId: number) {
+  const workspaceId = auth.workspace.id;
+  const quote = await lockedQuoteForUser(trx, auth, quoteId);
+  const externalId = `quote:${quote.id}`;
+  const existing = await scoped(trx, 'orders', workspaceId).where({ external_source: 'quote', external_id: externalId }).first('id');
+  if (existing) return { ...(await withItems(trx, workspaceId, existing.id)), created: false };
+  if (quote.status !== 'accepted' && quote.status !== 'paid') {
+    throw new Conflict(`Quote ${quote.quote_number} is ${quote.status}; only an accepted or paid quote can be converted.`);
+  }
+  const [row] = await trx('orders')
+    .insert({
+      workspace_id: workspaceId,
+      order_number: quote.quote_number,
+      external_source: 'quote',
+      external_id: externalId,
+      status: quote.status === 'paid' ? 'paid' : 'pending',
+      customer_id: quote.customer_id,
+      channel_id: quote.channel_id,
+      quote_id: quote.id,
+      currency: quote.currency,
+      discount_amount: quote.discount_amount,
+      tax_amount: quote.tax_amount,
+      placed_at: trx.fn.now(),
+    })
+    .returning('id');
+  await trx.raw(
+    `insert into order_items (workspace_id, order_id, sku, description, quantity, price, line_total)
+     select workspace_id, ?, sku, description, quantity, price, line_total from quote_lines where quote_id = ? and workspace_id = ? order by id`,
+    [row.id, quote.id, workspaceId],
+  );
+  await totalOrder(trx, workspaceId, row.id);
+  const result = await withItems(trx, workspaceId, row.id);
+  await recordActivity(trx, workspaceId, quote.id, 'converted', auth.keyType === 'secret' ? 'api' : 'user', `Converted to order ${quote.quote_number} (id ${row.id}).`);
+  await emit(trx, workspaceId, 'order.created', result);
+  return { ...result, created: true };
+}

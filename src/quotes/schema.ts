@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import {
+  booleanInput, currencyInput, dateInput, emailInput, filterInput, idFilterInput, idInput, moneyInput, optionalText, percentInput, quantityInput,
+} from '../http/validate.js';
+import { id, timestamp } from '../http/schemas.js';
+
+export const quoteStatuses = ['draft', 'sent', 'accepted', 'declined', 'cancelled', 'paid'] as const;
+export type QuoteStatus = (typeof quoteStatuses)[number];
+
+export const lineInput = z.object({
+  sku: optionalText(100),
+  description: optionalText(2000),
+  quantity: quantityInput.refine((v) => v !== null, 'is required').optional().default('1'),
+  price: moneyInput.optional(),
+});
+export type LineInput = z.output<typeof lineInput>;
+
+export const lineChanges = z.object({
+  sku: optionalText(100),
+  description: optionalText(2000),
+  quantity: quantityInput.refine((v) => v !== null, 'must not be empty').optional(),
+  price: moneyInput.refine((v) => v !== null, 'must not be empty').optional(),
+});
+export type LineChanges = z.output<typeof lineChanges>;
+
+const customerInput = z.object({ email: emailInput, name: optionalText(200), company: optionalText(200) });
+
+const quoteFields = {
+  currency: currencyInput.optional(),
+  discount_amount: moneyInput.optional(),
+  tax_rate: percentInput.optional(),
+  notes: optionalText(10_000),
+  valid_until: dateInput.optional(),
+};
+
+export const createQuoteBody = z
+  .object({
+    customer_id: idInput.optional(),
+    customer: customerInput.optional(),
+    channel_id: idInput.optional(),
+    ...quoteFields,
+    lines: z.array(lineInput).max(500, 'must have at most 500 lines').optional(),
+  })
+  .refine((q) => !(q.customer_id !== undefined && q.customer !== undefined), { message: 'give customer_id or customer, not both', path: ['customer_id'] });
+export type QuoteInput = z.output<typeof createQuoteBody>;
+
+export const externalQuoteBody = createQuoteBody.and(z.object({ external_id: optionalText(200) }));
+
+export const updateQuoteBody = z.object(quoteFields);
+export type QuoteChanges = z.output<typeof updateQuoteBody>;
+
+export const sendQuoteBody = z.object({ notify: booleanInput.optional().describe('false: mark sent without mailing the customer') });
+
+export const listQuotesQuery = z.object({
+  status: filterInput.pipe(z.enum(quoteStatuses, { error: `must be one of ${quoteStatuses.join(', ')}` }).optional()),
+  channel_id: idFilterInput,
+  customer_id: idFilterInput,
+  q: filterInput.describe('Case-insensitive substring of the quote number, customer name or customer email'),
+});
+
+const money = z.string().regex(/^\d+\.\d{2}$/).describe('Money: decimal string with two decimals');
+
+export const quoteOut = z.object({
+  id,
+  quote_number: z.string().describe('Q-<year>-<6 digits>'),
+  status: z.enum(quoteStatuses),
+  currency: z.string(),
+  subtotal: money,
+  discount_amount: money,
+  tax_rate: z.string().describe('Percent, e.g. "8.25"'),
+  tax_amount: money,
+  total: money,
+  customer_id: id.nullable(),
+  customer_name: z.string().nullable(),
+  customer_email: z.string().nullable(),
+  channel_id: id.nullable(),
+  notes: z.string().nullable(),
+  valid_until: z.string().nullable().describe('YYYY-MM-DD'),
+  public_token: z.string(),
+  external_id: z.string().nullable(),
+  sent_at: timestamp.nullable(),
+  viewed_at: timestamp.nullable(),
+  accepted_at: timestamp.nullable(),
+  declined_at: timestamp.nullable(),
+  cancelled_at: timestamp.nullable(),
+  paid_at: timestamp.nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const lineOut = z.object({
+  id,
+  quote_id: id,
+  variant_id: id.nullable(),
+  sku: z.string().nullable(),
+  description: z.string().nullable(),
+  quantity: z.string().describe('Decimal string, up to 3 decimals'),
+  price: money,
+  line_total: money,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const activityOut = z.object({
+  id,
+  type: z.string(),
+  actor: z.enum(['user', 'customer', 'api', 'system']),
+  message: z.string(),
+  created_at: timestamp,
+});
