@@ -25,6 +25,8 @@ export interface RouteDef<B extends z.ZodType, Q extends z.ZodType> {
   /** Other documented statuses, beyond the ones the auth kind implies. */
   errors?: Partial<Record<number, string>>;
   description?: string;
+  /** One of the spec's CORS endpoints: `Access-Control-Allow-Origin: *` on every answer, and preflights answered 204. */
+  cors?: boolean;
 }
 
 export interface HandlerInput<B extends z.ZodType, Q extends z.ZodType> {
@@ -82,8 +84,19 @@ export class Api {
     this.routes.push(def as unknown as RouteDef<z.ZodType, z.ZodType>);
     const koaPath = def.path.replace(/\{(\w+)\}/g, ':$1');
     const methods = Array.isArray(def.method) ? def.method : [def.method];
+    if (def.cors) {
+      const allowed = [...methods.map((m) => m.toUpperCase()), 'OPTIONS'].join(', ');
+      this.router.options(koaPath, (ctx: Context) => {
+        ctx.set('Access-Control-Allow-Origin', '*');
+        ctx.set('Access-Control-Allow-Methods', allowed);
+        ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type');
+        ctx.set('Access-Control-Max-Age', '86400');
+        ctx.status = 204;
+      });
+    }
     for (const method of methods) {
       this.router[method](koaPath, async (ctx: Context) => {
+        if (def.cors) ctx.set('Access-Control-Allow-Origin', '*');
         const auth = await this.authenticate(ctx, def.auth);
         const params = parseIds(ctx.params as Record<string, string>);
         const body = def.body ? parseInput(def.body, ctx.request.body ?? {}) : {};

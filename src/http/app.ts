@@ -16,6 +16,8 @@ import { channelRoutes } from '../channels/routes.js';
 import { webhookRoutes } from '../webhooks/routes.js';
 import { quoteRoutes } from '../quotes/routes.js';
 import { orderRoutes } from '../orders/routes.js';
+import { paymentPageRouter, paymentRoutes } from '../payments/routes.js';
+import { pageRouter } from '../pages/routes.js';
 import { setEventsEnabled } from '../events/emit.js';
 
 /** The HTTP app: the versioned JSON API under /api/v1 plus /healthz. */
@@ -35,6 +37,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(bodyParser);
   app.use(healthz(deps));
   app.use(api.router.routes());
+  for (const router of [pageRouter(deps), paymentPageRouter(deps)]) app.use(router.routes());
   app.use(notFound);
   // requestContext answers and logs errors; what reaches koa is a streamed body failing after its first byte.
   app.on('error', (err: unknown) => log.error('response failed after it started', errorFields(err)));
@@ -44,7 +47,7 @@ export function createApp(deps: AppDeps): Koa {
 /** Every endpoint of the versioned API, registered once; the OpenAPI document is built from the same list. */
 export function buildApi(deps: AppDeps): Api {
   const api = new Api(authenticator(deps.db, deps.config, deps.sessionCache));
-  const areas = [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes, quoteRoutes, orderRoutes, webhookRoutes];
+  const areas = [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes, quoteRoutes, orderRoutes, webhookRoutes, paymentRoutes];
   for (const register of areas) register(api, deps);
   return api;
 }
