@@ -66,7 +66,7 @@ export function webhookRoutes(api: Api, { db }: AppDeps): void {
     {
       method: 'post', path: '/webhooks/deliveries/{id}/resend', tag, auth: 'session', response: z.object({ delivery: deliveryOut }),
       summary: 'Put a delivery back on the queue, due now, with its attempt count reset',
-      errors: { 409: 'The subscription was deleted, or the delivery is being attempted right now' },
+      errors: { 409: 'The subscription is paused or was deleted, or the delivery is being attempted right now' },
     },
     async ({ params, auth }) => ({ delivery: await resendDelivery(db, auth.workspace.id, params.id) }),
   );

@@ -33,7 +33,8 @@ export async function watchDeliveries(database: Database, settings: WorkerSettin
         log.error('delivery run failed', errorFields(err));
         summary = { claimed: 0, succeeded: 0, failed: 0, dead: 0 };
       }
-      if (summary.claimed >= settings.batch || announced) continue;
+      // A stop asked for during the run ends the loop now, not after another second's wait.
+      if (summary.claimed >= settings.batch || announced || signal.aborted) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 1000);
         wake = () => {

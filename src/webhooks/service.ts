@@ -125,7 +125,7 @@ export async function getDelivery(db: Db, workspaceId: number, id: number): Prom
 
 /**
  * Puts deliveries back on the queue, due now, with a fresh attempt count (so the retry schedule
- * starts over). A delivery whose subscription is gone cannot be resent and is left as it is; nor can
+ * starts over). A delivery whose subscription is paused or gone cannot be resent and is left as it is; nor can
  * one a worker is attempting under a live lease (clearing its claim would let a second worker send
  * it at the same time). Returns the ids re-queued.
  */
@@ -134,7 +134,7 @@ export async function resendDeliveries(
   filter: { workspaceId?: number; ids?: number[]; status?: 'dead' | 'failed'; since?: Date; subscriptionId?: number },
 ): Promise<number[]> {
   const query = db('webhook_deliveries as d')
-    .whereExists((sub) => sub.select(db.raw('1')).from('webhook_subscriptions as s').whereRaw('s.id = d.subscription_id and s.workspace_id = d.workspace_id'))
+    .whereExists((sub) => sub.select(db.raw('1')).from('webhook_subscriptions as s').whereRaw('s.id = d.subscription_id and s.workspace_id = d.workspace_id and s.active'))
     .where((q) => q.whereNull('d.lease_expires_at').orWhere('d.lease_expires_at', '<', db.fn.now()));
   if (filter.workspaceId !== undefined) query.where('d.workspace_id', filter.workspaceId);
   if (filter.ids) query.whereIn('d.id', filter.ids);
@@ -156,7 +156,7 @@ export async function resendDelivery(db: Db, workspaceId: number, id: number): P
     throw new Conflict(
       leased
         ? `Delivery ${delivery.id} is being attempted right now; resend it once the attempt is over.`
-        : `Delivery ${delivery.id} cannot be resent: its subscription was deleted.`,
+        : `Delivery ${delivery.id} cannot be resent: its subscription is paused or was deleted.`,
     );
   }
   return getDelivery(db, workspaceId, id);

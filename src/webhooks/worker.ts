@@ -93,6 +93,14 @@ export class DeliveryWorker {
        where status in ('pending', 'failed') and attempts >= ? and lease_expires_at < now()`,
       [maxAttempts],
     );
+    // A pause or delete that raced with an emitting transaction cannot see that transaction's new rows;
+    // they are caught here, before anything is sent to a subscription that is no longer active.
+    await this.db.raw(
+      `update webhook_deliveries d set status = 'dead', claim_token = null, lease_expires_at = null, updated_at = now(),
+         last_error = 'The subscription was paused or deleted.'
+       where d.status in ('pending', 'failed') and d.next_attempt_at <= now()
+         and not exists (select 1 from webhook_subscriptions s where s.id = d.subscription_id and s.active)`,
+    );
     const { rows } = await this.db.raw(
       `with due as (
          select id from webhook_deliveries
