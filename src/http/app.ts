@@ -67,7 +67,12 @@ async function requestContext(ctx: Context, next: Next): Promise<void> {
     ctx.body = body;
   }
   // The path only: query strings may carry credentials (?token=, ?key=).
-  if (logs('info')) log.info('request', { request_id: requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) });
+  if (logs('info')) log.info('request', { request_id: requestId, method: ctx.method, path: loggablePath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) });
+}
+
+/** The path without secrets: the public quote token is a credential. */
+function loggablePath(path: string): string {
+  return path.startsWith('/q/') ? path.replace(/^\/q\/[^/]+/, '/q/…') : path;
 }
 
 function errorResponse(err: unknown, ctx: Context, requestId: string): { status: number; body: { error: string; data?: unknown } } {
@@ -79,7 +84,7 @@ function errorResponse(err: unknown, ctx: Context, requestId: string): { status:
   const e = err as { status?: number; expose?: boolean; message?: string; code?: string };
   if (e.code === '23505') return { status: 409, body: { error: 'A record with the same unique value already exists.' } };
   if (typeof e.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) return { status: e.status, body: { error: e.message ?? 'Bad request.' } };
-  log.error('unhandled error', { request_id: requestId, method: ctx.method, path: ctx.path, ...errorFields(err) });
+  log.error('unhandled error', { request_id: requestId, method: ctx.method, path: loggablePath(ctx.path), ...errorFields(err) });
   return { status: 500, body: { error: `Something went wrong on our side (request ${requestId}).` } };
 }
 

@@ -15,7 +15,9 @@ export const itemInput = z.object({
 export type ItemInput = z.output<typeof itemInput>;
 
 export const externalOrderBody = z.object({
-  external_source: requiredText(100).default('api'),
+  external_source: requiredText(100)
+    .refine((v) => v !== 'quote', 'the source "quote" is reserved for orders converted from quotes')
+    .default('api'),
   external_id: requiredText(200),
   order_number: optionalText(100),
   status: z.enum(orderStatuses, { error: `must be one of ${orderStatuses.join(', ')}` }).default('pending'),

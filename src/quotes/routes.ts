@@ -2,15 +2,17 @@ import { z } from 'zod';
 import { jsonList, reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import type { Principal } from '../http/auth.js';
-import { Validation } from '../errors.js';
+import { NotFound, Validation } from '../errors.js';
+import { requiredText } from '../http/validate.js';
+import { scoped } from '../db/scoped.js';
 import { renderMail, requireMailer } from '../mail/mailer.js';
 import { convertQuote } from '../orders/service.js';
 import { itemOut, orderOut } from '../orders/schema.js';
 import {
-  activityOut, createQuoteBody, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
+  activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
 } from './schema.js';
 import {
-  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, lockedQuoteForUser, removeLine, transition, transitionQuote, updateLine, updateQuote,
+  addLine, assertTransition, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, lockedQuoteForUser, removeLine, transition, transitionQuote, updateLine, updateQuote,
 } from './service.js';
 
 export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
@@ -98,10 +100,12 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
     },
     async ({ params, body, auth }) => {
       const notify = body.notify !== false;
-      const mail = notify ? requireMailer(mailer) : null;
       return {
         quote: await db.transaction(async (trx) => {
           const quote = await lockedQuoteForUser(trx, auth, params.id);
+          // A quote that cannot be sent is 409 naming its status, before any mail check (503, 422).
+          assertTransition(quote, 'sent');
+          const mail = notify ? requireMailer(mailer) : null;
           if (mail && !quote.customer_email) throw new Validation('customer', 'customer: the quote has no customer email to send it to (or send with notify: false).');
           const sent = await transition(trx, auth.workspace.id, quote, 'sent', actorOf(auth), `Quote ${quote.quote_number} sent${mail ? ` to ${quote.customer_email}` : ''}.`);
           if (mail) {
@@ -146,6 +150,40 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
     async ({ params, auth }) => {
       const { order, items, created } = await db.transaction((trx) => convertQuote(trx, auth, params.id));
       return reply(created ? 201 : 200, { order, items });
+    },
+  );
+
+  // Public lookup (public key, CORS): a customer finds the page of a quote by its number and their email.
+  const lookupBody = z.object({
+    quote_number: requiredText(40).transform((v) => v.toUpperCase()),
+    email: requiredText(254).transform((v) => v.toLowerCase()),
+  });
+  const lookupOut = z.object({
+    quote: z.object({
+      quote_number: z.string(),
+      status: z.enum(quoteStatuses),
+      currency: z.string(),
+      total: z.string().regex(/^\d+\.\d{2}$/).describe('Money: decimal string with two decimals'),
+      valid_until: z.string().nullable().describe('YYYY-MM-DD'),
+      url: z.string().describe('The public quote page, APP_URL/q/{token}'),
+    }),
+  });
+  api.route(
+    {
+      method: 'post', path: '/quotes/public/lookup', tag, auth: 'public|query', cors: true, body: lookupBody, response: lookupOut,
+      summary: 'Find a sent quote by quote_number and customer email (case-insensitive); returns the link to its public page',
+      description: 'Public key in "Authorization: Public <key>" or ?key=. A quote number and email that do not belong together, or a draft, give the same 404.',
+      errors: { 404: 'No quote with this number and email' },
+    },
+    async ({ body, auth }) => {
+      const row = await scoped(db, 'quotes', auth.workspace.id)
+        .where({ quote_number: body.quote_number })
+        .whereNot({ status: 'draft' })
+        .whereRaw('lower(customer_email) = ?', [body.email])
+        .first('quote_number', 'status', 'currency', db.raw('total::text as total'), db.raw(`to_char(valid_until, 'YYYY-MM-DD') as valid_until`), 'public_token');
+      if (!row) throw new NotFound('No quote matches this quote number and email address.');
+      const { public_token: token, ...quote } = row;
+      return { quote: { ...quote, url: `${config.APP_URL}/q/${token}` } };
     },
   );
 }

@@ -136,7 +136,8 @@ async function priceLine(trx: Db, workspaceId: number, line: { sku?: string | nu
   const variant = line.sku ? await scoped(trx, 'variants', workspaceId).where({ sku: line.sku }).first('id', 'price', 'name') : undefined;
   const price = line.price ?? (variant?.price !== null && variant?.price !== undefined ? String(variant.price) : null);
   if (price === null) {
-    throw new Validation(`${field}.price`, `${field}.price is required${line.sku ? ` (no variant with SKU "${line.sku}" has a price)` : ''}.`);
+    const name = field ? `${field}.price` : 'price';
+    throw new Validation(name, `${name} is required${line.sku ? ` (no variant with SKU "${line.sku}" has a price)` : ''}.`);
   }
   return { price, variantId: (variant?.id as number | undefined) ?? null, variantName: (variant?.name as string | undefined) ?? null };
 }
@@ -254,7 +255,8 @@ export async function deleteQuote(trx: Db, auth: Principal, id: number): Promise
 export async function addLine(trx: Db, auth: Principal, quoteId: number, line: LineInput, actor: Actor) {
   const quote = await accessibleQuote(trx, auth, quoteId, 'write', true);
   assertDraft(quote);
-  const lineId = await insertLine(trx, auth.workspace.id, quoteId, line, 'line');
+  // The body is the line itself: a missing price is 422 naming `price`.
+  const lineId = await insertLine(trx, auth.workspace.id, quoteId, line, '');
   return afterLineChange(trx, auth.workspace.id, quoteId, lineId, 'line_added', actor);
 }
 
@@ -306,14 +308,19 @@ async function afterLineChange(trx: Db, workspaceId: number, quoteId: number, li
   return { quote: await quoteById(trx, workspaceId, quoteId), line };
 }
 
+/** 409 naming the current status unless the addendum allows the quote to become `to`. */
+export function assertTransition(quote: QuoteJson, to: QuoteStatus): void {
+  if (!transitions[quote.status].includes(to)) {
+    throw new Conflict(`Quote ${quote.quote_number} is ${quote.status}; it cannot become ${to}.`);
+  }
+}
+
 /**
  * Moves the quote to `to` if the addendum allows it (409 naming the current status otherwise),
  * stamps the time, writes the activity and emits the event named after the new status.
  */
 export async function transition(trx: Db, workspaceId: number, quote: QuoteJson, to: QuoteStatus, actor: Actor, message?: string): Promise<QuoteJson> {
-  if (!transitions[quote.status].includes(to)) {
-    throw new Conflict(`Quote ${quote.quote_number} is ${quote.status}; it cannot become ${to}.`);
-  }
+  assertTransition(quote, to);
   const stamp = timestampOf[to];
   await scoped(trx, 'quotes', workspaceId)
     .where({ id: quote.id })
