@@ -79,6 +79,6 @@ export async function resendCommand(ids: string[], opts: Record<string, unknown>
   console.log(`Re-queued ${requeued.length} ${requeued.length === 1 ? 'delivery' : 'deliveries'}${requeued.length ? `: ${requeued.join(', ')}` : ''}.`);
   if (input.ids.length > requeued.length) {
     const missing = input.ids.filter((id) => !requeued.includes(id));
-    throw new Error(`not re-queued (unknown, being attempted right now, or their subscription was deleted): ${missing.join(', ')}`);
+    throw new Error(`not re-queued (unknown, being attempted right now, or their subscription is paused or was deleted): ${missing.join(', ')}`);
   }
 }
