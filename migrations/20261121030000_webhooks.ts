@@ -38,7 +38,7 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw(`alter table webhook_deliveries add constraint webhook_deliveries_status_check check (status in ('pending', 'succeeded', 'failed', 'dead'))`);
   // The worker's queue: only rows still to be delivered are indexed.
-  await knex.raw(`create index webhook_deliveries_due_index on webhook_deliveries (next_attempt_at) where status in ('pending', 'failed')`);
+  await knex.raw(`create index webhook_deliveries_due_index on webhook_deliveries (next_attempt_at, id) where status in ('pending', 'failed')`);
 }
 
 export async function down(knex: Knex): Promise<void> {

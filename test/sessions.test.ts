@@ -364,9 +364,10 @@ test('without TRUST_PROXY, X-Forwarded-Proto: https is ignored: the cookie is no
 
 test('a cached session still expires on time', async (t) => {
   const { client, user } = await signUpUser();
-  await app.db('sessions').where({ user_id: user.id }).update({ expires_at: new Date(Date.now() + 1500) });
+  const expiresAt = Date.now() + 4000; // room for a slow machine between the update and the first read
+  await app.db('sessions').where({ user_id: user.id }).update({ expires_at: new Date(expiresAt) });
   app.sessionCache.evict({ userId: user.id });
   t.is((await client.get('/api/v1/auth/me')).status, 200); // cached now, with its expiry
-  await new Promise((resolve) => setTimeout(resolve, 1600));
+  await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 100));
   t.is((await client.get('/api/v1/auth/me')).status, 401);
 });

@@ -136,6 +136,20 @@ export const percentInput = decimalInput({
   examples: ['8.25', 20],
 });
 
+/** A point in time (any parseable date, years 1900-9999); null or '' is null. */
+export const instantInput = z
+  .union([z.string(), z.null()])
+  .transform((value, ctx): Date | null => {
+    if (value === null || value.trim() === '') return null;
+    const date = new Date(value.trim());
+    if (Number.isNaN(date.getTime()) || date.getUTCFullYear() < 1900 || date.getUTCFullYear() > 9999) {
+      ctx.addIssue({ code: 'custom', message: 'must be a date such as 2026-11-21T10:00:00Z' });
+      return z.NEVER;
+    }
+    return date;
+  })
+  .meta({ type: ['string', 'null'], format: 'date-time', description: 'A date and time, ISO 8601 advised' });
+
 /** A calendar date (YYYY-MM-DD, or any parseable date, stored as its UTC date); null or '' clears it. */
 export const dateInput = z
   .union([z.string(), z.null()])
@@ -182,3 +196,18 @@ export const idFilterInput = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
   .pipe(z.string().regex(/^[1-9]\d{0,9}$/, 'must be a positive integer id').transform(Number).optional());
+
+/** Whether quantity × price, rounded half-up to cents, stays below 10^12 (what numeric(14,2) holds); exact, in integers. */
+export function lineTotalFits(quantity: string, price: string): boolean {
+  const scaled = (text: string, scale: number) => {
+    const [whole, fraction = ''] = text.split('.');
+    return BigInt(whole + fraction.padEnd(scale, '0'));
+  };
+  const cents = (scaled(quantity, 3) * scaled(price, 2) + 500n) / 1000n;
+  return cents < 10n ** 14n;
+}
+
+/** PostgreSQL's numeric_value_out_of_range: a sum grew past what its column holds. */
+export function isNumericOverflow(err: unknown): boolean {
+  return (err as { code?: string }).code === '22003';
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currencyInput, emailInput, filterInput, idFilterInput, idInput, moneyInput, optionalText, quantityInput, requiredText } from '../http/validate.js';
+import { currencyInput, emailInput, filterInput, idFilterInput, idInput, instantInput, moneyInput, optionalText, quantityInput, requiredText } from '../http/validate.js';
 import { id, timestamp } from '../http/schemas.js';
 
 export const orderStatuses = ['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const;
@@ -24,18 +24,7 @@ export const externalOrderBody = z.object({
   currency: currencyInput.default('USD'),
   customer: z.object({ email: emailInput, name: optionalText(200) }).optional(),
   channel_id: idInput.optional(),
-  placed_at: z
-    .union([z.string(), z.null()])
-    .optional()
-    .transform((value, ctx) => {
-      if (value === undefined || value === null || value.trim() === '') return value === undefined ? undefined : null;
-      const date = new Date(value);
-      if (Number.isNaN(date.getTime())) {
-        ctx.addIssue({ code: 'custom', message: 'must be a date such as 2026-11-21T10:00:00Z' });
-        return z.NEVER;
-      }
-      return date;
-    }),
+  placed_at: instantInput.optional(),
   notes: optionalText(10_000),
   items: z.array(itemInput).max(1000, 'must have at most 1000 items').default([]),
 });

@@ -1,7 +1,8 @@
 import type { Db } from '../db/database.js';
 import { jsonPages } from '../db/pages.js';
 import { scoped, whereExact, whereSearch } from '../db/scoped.js';
-import { Conflict, NotFound } from '../errors.js';
+import { Conflict, NotFound, Validation } from '../errors.js';
+import { isNumericOverflow, lineTotalFits } from '../http/validate.js';
 import { emit } from '../events/emit.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import type { Principal } from '../http/auth.js';
@@ -88,6 +89,9 @@ export async function deleteOrder(trx: Db, auth: Principal, id: number): Promise
 }
 
 async function replaceItems(trx: Db, workspaceId: number, orderId: number, items: ItemInput[]): Promise<void> {
+  items.forEach((item, index) => {
+    if (!lineTotalFits(item.quantity, item.price!)) throw new Validation(`items.${index}.quantity`, `items.${index}.quantity: quantity × price must be less than 1000000000000.`);
+  });
   await scoped(trx, 'order_items', workspaceId).where({ order_id: orderId }).delete();
   if (items.length) {
     await trx('order_items').insert(
@@ -106,12 +110,17 @@ async function replaceItems(trx: Db, workspaceId: number, orderId: number, items
 
 /** subtotal = Σ line totals; total = subtotal − discount + tax (an external order has neither). */
 async function totalOrder(trx: Db, workspaceId: number, orderId: number): Promise<void> {
-  await trx.raw(
+  await trx
+    .raw(
     `update orders o set subtotal = t.subtotal, total = t.subtotal - o.discount_amount + o.tax_amount, updated_at = now()
      from (select coalesce(sum(line_total), 0) as subtotal from order_items where order_id = ? and workspace_id = ?) t
      where o.id = ? and o.workspace_id = ?`,
     [orderId, workspaceId, orderId, workspaceId],
-  );
+    )
+    .catch((err: unknown) => {
+      if (isNumericOverflow(err)) throw new Validation('items', 'items: the order total must be less than 1000000000000.');
+      throw err;
+    });
 }
 
 /**

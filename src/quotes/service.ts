@@ -6,6 +6,7 @@ import { emit } from '../events/emit.js';
 import { randomToken } from '../auth/crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import type { Principal } from '../http/auth.js';
+import { isNumericOverflow, lineTotalFits } from '../http/validate.js';
 import { upsertCustomer } from '../customers/service.js';
 import type { LineChanges, LineInput, QuoteChanges, QuoteInput, QuoteStatus } from './schema.js';
 
@@ -114,21 +115,34 @@ async function nextQuoteNumber(trx: Db, workspaceId: number): Promise<string> {
   return `Q-${year}-${String(rows[0].last_number).padStart(6, '0')}`;
 }
 
-/** Totals in PostgreSQL numeric: line totals rounded half-up to cents, tax on (subtotal − discount). */
-async function recalculate(trx: Db, workspaceId: number, quoteId: number): Promise<void> {
+/**
+ * Totals in PostgreSQL numeric: line totals rounded half-up to cents, tax on (subtotal − discount).
+ * `field` is the input named when a total would not fit its column.
+ */
+async function recalculate(trx: Db, workspaceId: number, quoteId: number, field = 'lines'): Promise<void> {
   const { rows } = await trx.raw(
-    `update quotes q set subtotal = t.subtotal,
-       tax_amount = round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
-       total = t.subtotal - q.discount_amount + round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
-       updated_at = now()
-     from (select coalesce(sum(line_total), 0) as subtotal from quote_lines where quote_id = ? and workspace_id = ?) t
-     where q.id = ? and q.workspace_id = ?
-     returning q.subtotal::text as subtotal, q.discount_amount::text as discount, q.discount_amount > q.subtotal as too_much`,
+    `select t.subtotal::text as subtotal, q.discount_amount::text as discount, q.discount_amount > t.subtotal as too_much
+     from quotes q, (select coalesce(sum(line_total), 0) as subtotal from quote_lines where quote_id = ? and workspace_id = ?) t
+     where q.id = ? and q.workspace_id = ?`,
     [quoteId, workspaceId, quoteId, workspaceId],
   );
   if (rows[0]?.too_much) {
     throw new Validation('discount_amount', `discount_amount (${rows[0].discount}) must not exceed the subtotal (${rows[0].subtotal}).`);
   }
+  await trx
+    .raw(
+      `update quotes q set subtotal = t.subtotal,
+         tax_amount = round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
+         total = t.subtotal - q.discount_amount + round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
+         updated_at = now()
+       from (select coalesce(sum(line_total), 0) as subtotal from quote_lines where quote_id = ? and workspace_id = ?) t
+       where q.id = ? and q.workspace_id = ?`,
+      [quoteId, workspaceId, quoteId, workspaceId],
+    )
+    .catch((err: unknown) => {
+      if (isNumericOverflow(err)) throw new Validation(field, `${field}: the quote total must be less than 1000000000000.`);
+      throw err;
+    });
 }
 
 /** The line's price: given, or the variant's when the SKU names one (422 when neither). */
@@ -142,8 +156,13 @@ async function priceLine(trx: Db, workspaceId: number, line: { sku?: string | nu
   return { price, variantId: (variant?.id as number | undefined) ?? null, variantName: (variant?.name as string | undefined) ?? null };
 }
 
+function assertLineFits(quantity: string, price: string, field: string): void {
+  if (!lineTotalFits(quantity, price)) throw new Validation(field, `${field}: quantity × price must be less than 1000000000000.`);
+}
+
 async function insertLine(trx: Db, workspaceId: number, quoteId: number, line: LineInput, field: string): Promise<number> {
   const { price, variantId, variantName } = await priceLine(trx, workspaceId, line, field);
+  assertLineFits(line.quantity, price, field ? `${field}.quantity` : 'quantity');
   const [row] = await trx('quote_lines')
     .insert({
       workspace_id: workspaceId,
@@ -236,7 +255,7 @@ export async function updateQuote(trx: Db, auth: Principal, id: number, changes:
   if ('discount_amount' in values && values.discount_amount === null) values.discount_amount = '0';
   if ('tax_rate' in values && values.tax_rate === null) values.tax_rate = '0';
   await scoped(trx, 'quotes', auth.workspace.id).where({ id }).update({ ...values, updated_at: trx.fn.now() });
-  await recalculate(trx, auth.workspace.id, id);
+  await recalculate(trx, auth.workspace.id, id, 'tax_rate' in given ? 'tax_rate' : 'discount_amount');
   const updated = await quoteById(trx, auth.workspace.id, id);
   await recordActivity(trx, auth.workspace.id, id, 'updated', actor, `Changed ${Object.keys(given).join(', ')}.`);
   await emit(trx, auth.workspace.id, 'quote.updated', { quote: updated });
@@ -261,7 +280,7 @@ export async function addLine(trx: Db, auth: Principal, quoteId: number, line: L
 }
 
 async function lineOf(trx: Db, workspaceId: number, quoteId: number, lineId: number) {
-  const row = await scoped(trx, 'quote_lines as l', workspaceId).where({ 'l.quote_id': quoteId, 'l.id': lineId }).first('l.sku', 'l.price', trx.raw(`${lineJson()} as json`));
+  const row = await scoped(trx, 'quote_lines as l', workspaceId).where({ 'l.quote_id': quoteId, 'l.id': lineId }).first('l.sku', trx.raw('l.price::text as price'), trx.raw(`${lineJson()} as json`));
   if (!row) throw new NotFound('Line not found.');
   return row as { sku: string | null; price: string; json: LineJson };
 }
@@ -272,6 +291,7 @@ export async function updateLine(trx: Db, auth: Principal, quoteId: number, line
   const current = await lineOf(trx, auth.workspace.id, quoteId, lineId);
   const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)) as LineChanges;
   if (Object.keys(given).length === 0) return { quote, line: current.json };
+  assertLineFits(given.quantity ?? String(current.json.quantity), given.price ?? current.price, 'quantity');
   const values: Record<string, unknown> = { ...given };
   if (given.sku !== undefined && given.price === undefined && given.sku !== current.sku) {
     // A new SKU naming a variant brings its price, as on creation; otherwise the price stays.
@@ -284,7 +304,12 @@ export async function updateLine(trx: Db, auth: Principal, quoteId: number, line
     .update({ ...values, updated_at: trx.fn.now() });
   await scoped(trx, 'quote_lines', auth.workspace.id)
     .where({ id: lineId })
-    .update({ line_total: trx.raw('round(quantity * price, 2)') });
+    .update({ line_total: trx.raw('round(quantity * price, 2)') })
+    .catch((err: unknown) => {
+      // A new SKU may bring a variant price that makes the line too large.
+      if (isNumericOverflow(err)) throw new Validation('quantity', 'quantity: quantity × price must be less than 1000000000000.');
+      throw err;
+    });
   return afterLineChange(trx, auth.workspace.id, quoteId, lineId, 'line_updated', actor);
 }
 

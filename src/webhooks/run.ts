@@ -27,7 +27,7 @@ export async function watchDeliveries(database: Database, settings: WorkerSettin
       announced = false;
       let summary: RunSummary;
       try {
-        summary = await worker.runOnce();
+        summary = await worker.runOnce({ pipelined: true });
         logSummary(summary);
       } catch (err) {
         log.error('delivery run failed', errorFields(err));
@@ -47,6 +47,7 @@ export async function watchDeliveries(database: Database, settings: WorkerSettin
   } finally {
     signal.removeEventListener('abort', onAbort);
     await stopListening();
+    await worker.stop();
     worker.close();
   }
 }

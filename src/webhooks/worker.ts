@@ -42,6 +42,16 @@ interface Claimed {
   body: string;
 }
 
+interface Outcome {
+  id: number;
+  status: 'succeeded' | 'failed' | 'dead';
+  code: number | null;
+  error: string | null;
+  body: string | null;
+  at: string;
+  delay: number;
+}
+
 export interface RunSummary {
   claimed: number;
   succeeded: number;
@@ -67,20 +77,65 @@ export class DeliveryWorker {
     this.agents = outboundAgents(this.check, settings.concurrency);
   }
 
-  /** One batch: claim, POST concurrently (bounded), record. */
-  async runOnce(): Promise<RunSummary> {
-    const claimed = await this.claim();
+  private prefetched: Promise<Claimed[]> | null = null;
+  private recording: Promise<void> = Promise.resolve();
+
+  /**
+   * One batch: claim, POST concurrently (bounded), record all outcomes in one UPDATE.
+   * `pipelined` (the --watch loop): the batch may have been claimed while the previous one was still
+   * sending; once a full batch has been handed to the lanes the next one is claimed, and the outcomes are
+   * written without waiting for them (stop() waits, and gives back a batch claimed but not sent).
+   */
+  async runOnce(options: { pipelined?: boolean } = {}): Promise<RunSummary> {
+    const claimed = await (this.prefetched ?? this.claim());
+    this.prefetched = null;
     const summary: RunSummary = { claimed: claimed.length, succeeded: 0, failed: 0, dead: 0 };
+    const outcomes: Outcome[] = [];
     let next = 0;
     const lanes = Array.from({ length: Math.min(this.settings.concurrency, claimed.length) }, async () => {
       while (next < claimed.length) {
         const delivery = claimed[next++];
+        if (options.pipelined && next === claimed.length && claimed.length >= this.settings.batch) this.prefetched = this.claim();
         const outcome = await this.deliver(delivery);
-        summary[outcome]++;
+        outcomes.push(outcome);
+        summary[outcome.status]++;
       }
     });
     await Promise.all(lanes);
+    if (outcomes.length) {
+      this.recording = this.recording.then(() => this.record(claimed[0].token, outcomes));
+      if (!options.pipelined) await this.recording;
+    }
     return summary;
+  }
+
+  /** Waits for outcomes still being written, and gives back a batch claimed ahead but not sent. */
+  async stop(): Promise<void> {
+    await this.recording;
+    const prefetched = await this.prefetched?.catch(() => []);
+    this.prefetched = null;
+    if (prefetched?.length) {
+      await this.db.raw(
+        `update webhook_deliveries set claim_token = null, lease_expires_at = null, attempts = attempts - 1 where claim_token = ?`,
+        [prefetched[0].token],
+      );
+    }
+  }
+
+  private async record(token: string, outcomes: Outcome[]): Promise<void> {
+    try {
+      await this.db.raw(
+        `update webhook_deliveries d set status = o.status, last_status_code = o.code, last_error = o.error, response_body = o.body,
+           last_attempt_at = o.at, next_attempt_at = case when o.status = 'failed' then o.at + make_interval(secs => o.delay) else d.next_attempt_at end,
+           delivered_at = case when o.status = 'succeeded' then o.at else d.delivered_at end,
+           claim_token = null, lease_expires_at = null, updated_at = now()
+         from json_to_recordset(?::json) as o(id int, status text, code int, error text, body text, at timestamptz, delay int)
+         where d.id = o.id and d.claim_token = ?`,
+        [JSON.stringify(outcomes), token],
+      );
+    } catch (err) {
+      log.error('delivery outcomes not recorded', { delivery_ids: outcomes.map((o) => o.id), ...errorFields(err) });
+    }
   }
 
   private async claim(): Promise<Claimed[]> {
@@ -136,7 +191,7 @@ export class DeliveryWorker {
     }));
   }
 
-  private async deliver(delivery: Claimed): Promise<'succeeded' | 'failed' | 'dead'> {
+  private async deliver(delivery: Claimed): Promise<Outcome> {
     const timestamp = Math.floor(Date.now() / 1000);
     const result: PostResult = await post(delivery.url, delivery.body, {
       headers: {
@@ -153,22 +208,10 @@ export class DeliveryWorker {
       agents: this.agents,
     });
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
-    const outcome = ok ? 'succeeded' : delivery.attempt >= this.settings.maxAttempts ? 'dead' : 'failed';
+    const status = ok ? 'succeeded' : delivery.attempt >= this.settings.maxAttempts ? 'dead' : 'failed';
     const delay = RETRY_DELAYS_SECONDS[Math.min(delivery.attempt, RETRY_DELAYS_SECONDS.length) - 1];
     const error = ok ? null : (result.error ?? `HTTP ${result.status}`);
-    try {
-      await this.db.raw(
-        `update webhook_deliveries set status = ?, last_status_code = ?, last_error = ?, response_body = ?,
-           last_attempt_at = now(), next_attempt_at = case when ? = 'failed' then now() + make_interval(secs => ?) else next_attempt_at end,
-           delivered_at = case when ? = 'succeeded' then now() else delivered_at end,
-           claim_token = null, lease_expires_at = null, updated_at = now()
-         where id = ? and claim_token = ?`,
-        [outcome, result.status, error, result.body, outcome, delay, outcome, delivery.id, delivery.token],
-      );
-    } catch (err) {
-      log.error('delivery outcome not recorded', { delivery_id: delivery.id, ...errorFields(err) });
-    }
-    return outcome;
+    return { id: delivery.id, status, code: result.status, error, body: result.body, at: new Date().toISOString(), delay };
   }
 
   close(): void {
