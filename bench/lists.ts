@@ -8,9 +8,7 @@
  *   node dist/bench/lists.js [--runs 5] [--warmup 1] [--customers 1000,10000,50000] [--products 1000,10000]
  *                            [--products-50k] [--sample-ms 10]
  */
-import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import type { Knex } from 'knex';
 import { openPostgres } from '../src/db/database.js';
@@ -18,6 +16,7 @@ import { listCustomers } from '../src/customers/service.js';
 import { listProducts } from '../src/products/service.js';
 import { seedCustomers, seedProducts, VARIANTS_PER_PRODUCT } from './lists-seed.js';
 import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startQuoting, type ChildServer } from './lib.js';
+import { MB, mb, readStatus, resetPeak, startSampler } from './rss.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,76 +42,8 @@ const TARGETS = {
   rssGrowthMb: 150,
 };
 
-const MB = 2 ** 20;
-const mb = (bytes: number) => `${(bytes / MB).toFixed(1)} MB`;
 const msText = (value: number) => (value >= 100 ? `${value.toFixed(0)} ms` : `${value.toFixed(1)} ms`);
 const k = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n));
-
-// ---------------------------------------------------------------- the server's memory
-
-function readStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
-  return Number(match[1]) * 1024;
-}
-
-/** Resets VmHWM (peak RSS) to the current RSS; false where the kernel or permissions do not allow it. */
-function resetPeak(pid: number): boolean {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// A worker thread, so that sampling goes on while this thread is busy receiving a large body.
-const SAMPLER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const fs = require('node:fs');
-const { pid, intervalMs, flag } = workerData;
-const stop = new Int32Array(flag);
-const read = () => Number(/VmRSS:\\s+(\\d+) kB/.exec(fs.readFileSync('/proc/' + pid + '/status', 'utf8'))[1]) * 1024;
-let peak = read(), samples = 1;
-parentPort.postMessage({ ready: true });
-while (Atomics.load(stop, 0) === 0) {
-  Atomics.wait(stop, 0, 0, intervalMs);
-  const rss = read(); samples++;
-  if (rss > peak) peak = rss;
-}
-parentPort.postMessage({ peak, samples });
-`;
-
-interface Sampler {
-  stop(): Promise<{ peak: number; samples: number }>;
-}
-
-async function startSampler(pid: number): Promise<Sampler> {
-  const flag = new SharedArrayBuffer(4);
-  const worker = new Worker(SAMPLER, { eval: true, workerData: { pid, intervalMs: sampleMs, flag } });
-  const messages: { peak: number; samples: number }[] = [];
-  let onDone: (() => void) | undefined;
-  worker.once('exit', () => onDone?.()); // a dead sampler must not hang stop()
-  await new Promise<void>((resolve, reject) => {
-    worker.once('error', reject);
-    worker.on('message', (m: { ready?: boolean; peak: number; samples: number }) => {
-      if (m.ready) return resolve();
-      messages.push(m);
-      onDone?.();
-    });
-  });
-  return {
-    async stop() {
-      const done = new Promise<void>((resolve) => (onDone = resolve));
-      Atomics.store(new Int32Array(flag), 0, 1);
-      Atomics.notify(new Int32Array(flag), 0);
-      if (!messages.length) await done;
-      await worker.terminate();
-      if (!messages.length) throw new Error('the RSS sampler thread stopped without a result');
-      return messages[0];
-    },
-  };
-}
 
 // ---------------------------------------------------------------- measuring one list
 
@@ -212,7 +143,7 @@ async function measure(
     await new Promise((resolve) => setTimeout(resolve, 200));
     const rssBefore = readStatus(pid, 'VmRSS');
     const hwmReset = resetPeak(pid);
-    const sampler = await startSampler(pid);
+    const sampler = await startSampler(pid, sampleMs);
 
     const result: Result = { rows, bytes: 0, api: [], ttfb: [], raw: [], db: [], rssBefore, rssPeak: 0, hwm: null, firstHwm: null, rssAfter: 0, samples: 0, plan, sameBody: false, twoByte: false, scan: median(scanTimes) };
     for (let i = 0; i < warmup + runs; i++) {

@@ -50,13 +50,13 @@ export async function seedQuotes(knex: Knex, workspaceId: number, count: number,
        case when s.status = 'cancelled' then t + interval '2 days' end,
        case when s.status = 'paid' then t + interval '5 days' end,
        t, t + interval '5 days'
-     from generate_series(1, ?::int) i
+     from generate_series(1, ?::bigint) i
      cross join lateral (select ${when} as t) ts
      cross join lateral (select ${pick(QUOTE_STATUSES, 'i * 7')} as status) s
      cross join lateral (select round(((i * 7919) % 5000000) / 100.0 + 10, 2) as subtotal) sub
      cross join lateral (select sub.subtotal,
                                 case when i % 5 = 0 then round(sub.subtotal * 0.05, 2) else 0 end as discount,
-                                (ARRAY[0, 7.5, 8.25, 19, 20])[1 + i % 5]::numeric as rate) m
+                                (ARRAY[0, 7.5, 8.25, 19, 20])[(1 + i % 5)::int]::numeric as rate) m
      join c on c.k = i % c.n`,
     [workspaceId, workspaceId, String(year), `bench-${workspaceId}`, count],
   );
@@ -79,7 +79,7 @@ export async function seedOrders(knex: Knex, workspaceId: number, count: number)
        m.subtotal, 0, m.tax, m.subtotal + m.tax,
        case when i % 10 < 2 then left(${literal(NOTES)}, (30 + (i * 17) % 150)::int) end,
        t, t, t + interval '2 days'
-     from generate_series(1, ?::int) i
+     from generate_series(1, ?::bigint) i
      cross join lateral (select ${when} as t) ts
      cross join lateral (select round(((i * 104729) % 2000000) / 100.0 + 5, 2) as subtotal) sub
      cross join lateral (select sub.subtotal, round(sub.subtotal * 0.08, 2) as tax) m

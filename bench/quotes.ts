@@ -153,7 +153,7 @@ async function cannon(name: string, url: string, options: { method?: 'POST'; hea
 function loadTable(title: string, loads: Load[], unit: string, reference: Load): void {
   printTable(title, [
     ['run', `${unit}/s`, 'p50', 'p99', 'max', unit === 'req' ? 'requests' : `${unit}s`, 'app / this'],
-    ...loads.map((l) => [l.name, l.rate.toFixed(1), msText(l.p50), msText(l.p99), msText(l.max), l.total, (reference.rate / l.rate).toFixed(2)]),
+    ...loads.map((l) => [l.name, l.rate.toFixed(1), msText(l.p50), msText(l.p99), msText(l.max), l.total, (reference.rate / l.rate).toPrecision(2)]),
   ]);
 }
 
@@ -586,7 +586,9 @@ runBench(async () => {
   const db = openPostgres(databaseUrl, connections);
   onCleanup(() => db.close());
   const { rows: [version] } = await db.knex.raw('show server_version');
+  const load = () => os.loadavg().map((l) => l.toFixed(1)).join(' / ');
   note(`${os.cpus().length} CPUs, Node ${process.version}, PostgreSQL ${version.server_version}; load generator, servers and PostgreSQL share the machine`);
+  note(`load average (1 / 5 / 15 min) at the start: ${load()}`);
 
   if (parts.has('create') || parts.has('flow')) await writes(databaseUrl, db.knex);
   if (parts.has('lists')) {
@@ -597,5 +599,5 @@ runBench(async () => {
       verdict(`GET /api/v1/${r.endpoint} server RSS growth < ${TARGETS.rssGrowthMb} MB`, growth(r) < TARGETS.rssGrowthMb * MB, mb(growth(r)));
     }
   }
-  note(`\ntotal ${((now() - startedAt) / 1000).toFixed(0)} s`);
+  note(`\nload average at the end: ${load()}; total ${((now() - startedAt) / 1000).toFixed(0)} s`);
 });

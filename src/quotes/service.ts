@@ -200,10 +200,12 @@ export async function createQuote(
   await assertChannelExists(trx, workspaceId, input.channel_id);
   await assertChannelAccess(trx, auth, input.channel_id, 'write');
   const customer = await resolveCustomer(trx, workspaceId, input);
+  const publicToken = randomToken(24);
   const [row] = await trx('quotes')
     .insert({
       workspace_id: workspaceId,
-      quote_number: await nextQuoteNumber(trx, workspaceId),
+      // A unique placeholder until the end: the numbering lock is then held only for the last statements.
+      quote_number: `pending:${publicToken}`,
       customer_id: customer?.id ?? null,
       customer_name: customer?.name ?? null,
       customer_email: customer?.email ?? null,
@@ -213,12 +215,13 @@ export async function createQuote(
       tax_rate: input.tax_rate ?? '0',
       notes: input.notes ?? null,
       valid_until: input.valid_until ?? null,
-      public_token: randomToken(24),
+      public_token: publicToken,
       external_id: input.external_id ?? null,
     })
     .returning('id');
   for (const [index, line] of (input.lines ?? []).entries()) await insertLine(trx, workspaceId, row.id, line, `lines.${index}`);
   await recalculate(trx, workspaceId, row.id);
+  await scoped(trx, 'quotes', workspaceId).where({ id: row.id }).update({ quote_number: await nextQuoteNumber(trx, workspaceId) });
   const quote = await quoteById(trx, workspaceId, row.id);
   await recordActivity(trx, workspaceId, row.id, 'created', actor, `Quote ${quote.quote_number} created.`);
   const lines = await linesOf(trx, workspaceId, row.id);
@@ -325,7 +328,7 @@ export async function removeLine(trx: Db, auth: Principal, quoteId: number, line
 }
 
 async function afterLineChange(trx: Db, workspaceId: number, quoteId: number, lineId: number, type: 'line_added' | 'line_updated', actor: Actor) {
-  await recalculate(trx, workspaceId, quoteId);
+  await recalculate(trx, workspaceId, quoteId, 'quantity');
   const { json: line } = await lineOf(trx, workspaceId, quoteId, lineId);
   const verb = type === 'line_added' ? 'Added' : 'Changed';
   await recordActivity(trx, workspaceId, quoteId, type, actor, `${verb} line ${line.sku ?? line.description ?? lineId}.`);
