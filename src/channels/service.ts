@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereExact, whereSearch } from '../db/scoped.js';
 import { jsonPages } from '../db/pages.js';
+import { givenFields } from '../http/validate.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { Principal } from '../http/auth.js';
 import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
@@ -21,9 +22,6 @@ export type MemberJson = { channel_id: number; user_id: number; role: ChannelRol
 
 const editable = ['name', 'type', 'ownership', 'status', 'country', 'currency'] as const;
 
-function changesOf(input: ChannelChanges): Record<string, unknown> {
-  return Object.fromEntries(editable.filter((key) => input[key] !== undefined).map((key) => [key, input[key]]));
-}
 
 async function channelRow(db: Db, workspaceId: number, id: number): Promise<ChannelJson | undefined> {
   const row = await scoped(db, 'channels as c', workspaceId).where('c.id', id).first(db.raw(`${channelJson()} as json`));
@@ -74,14 +72,14 @@ export function listChannels(db: Db, auth: Principal, filters: ChannelFilters): 
 
 /** Owner only (checked by the route's auth kind). */
 export async function createChannel(trx: Db, workspaceId: number, input: ChannelChanges & { name: string }): Promise<ChannelJson> {
-  const [row] = await trx('channels').insert({ workspace_id: workspaceId, ...changesOf(input) }).returning('id');
+  const [row] = await trx('channels').insert({ workspace_id: workspaceId, ...givenFields(input, editable) }).returning('id');
   return loadChannel(trx, workspaceId, row.id);
 }
 
 /** Partial update; needs the manager role on the channel (owners always may). */
 export async function updateChannel(trx: Db, auth: Principal, id: number, input: ChannelChanges): Promise<ChannelJson> {
   await assertChannel(trx, auth, id, 'manage', 'update');
-  const changes = changesOf(input);
+  const changes = givenFields(input, editable);
   if (Object.keys(changes).length > 0) {
     await scoped(trx, 'channels', auth.workspace.id).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
   }

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereSearch } from '../db/scoped.js';
 import { jsonPages } from '../db/pages.js';
+import { givenFields } from '../http/validate.js';
 import { Conflict, NotFound } from '../errors.js';
 import { emit } from '../events/emit.js';
 import type { CustomerChanges } from './schema.js';
@@ -13,10 +14,6 @@ export const customerJson = (c = 'c') =>
 export type CustomerJson = Record<string, unknown> & { id: number; email: string };
 
 const editable = ['email', 'name', 'company', 'phone', 'country', 'notes'] as const;
-
-function changesOf(input: CustomerChanges): Record<string, unknown> {
-  return Object.fromEntries(editable.filter((key) => input[key] !== undefined).map((key) => [key, input[key]]));
-}
 
 export async function getCustomer(db: Db, workspaceId: number, id: number): Promise<CustomerJson> {
   const row = await scoped(db, 'customers as c', workspaceId).where('c.id', id).first(db.raw(`${customerJson()} as json`));
@@ -38,7 +35,7 @@ export async function upsertCustomer(
   workspaceId: number,
   input: CustomerChanges & { email: string },
 ): Promise<{ customer: CustomerJson; created: boolean }> {
-  const changes = changesOf(input);
+  const changes = givenFields(input, editable);
   const updates = Object.keys(changes).filter((key) => key !== 'email');
   const { rows } = await trx.raw(
     `insert into customers (workspace_id, ${Object.keys(changes).join(', ')}) values (?, ${Object.keys(changes).map(() => '?').join(', ')})
@@ -53,7 +50,7 @@ export async function upsertCustomer(
 }
 
 export async function updateCustomer(trx: Db, workspaceId: number, id: number, input: CustomerChanges): Promise<CustomerJson> {
-  const changes = changesOf(input);
+  const changes = givenFields(input, editable);
   const existing = await scoped(trx, 'customers', workspaceId).where({ id }).forUpdate().first('id', 'email');
   if (!existing) throw new NotFound('Customer not found.');
   if (Object.keys(changes).length === 0) return getCustomer(trx, workspaceId, id);

@@ -2,7 +2,7 @@ import type { Db } from '../db/database.js';
 import { jsonPages } from '../db/pages.js';
 import { scoped, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { isNumericOverflow, lineTotalFits } from '../http/validate.js';
+import { givenFields, isNumericOverflow, lineTotalFits } from '../http/validate.js';
 import { emit } from '../events/emit.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import type { Principal } from '../http/auth.js';
@@ -72,7 +72,7 @@ export function listOrders(db: Db, auth: Principal, filters: OrderFilters): Asyn
 /** Status and notes; `order.updated` with the order and its items. */
 export async function updateOrder(trx: Db, auth: Principal, id: number, changes: { status?: string; notes?: string | null }) {
   await accessibleOrder(trx, auth, id, 'write', true);
-  const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+  const given = givenFields(changes);
   if (Object.keys(given).length === 0) return withItems(trx, auth.workspace.id, id);
   await scoped(trx, 'orders', auth.workspace.id).where({ id }).update({ ...given, updated_at: trx.fn.now() });
   const result = await withItems(trx, auth.workspace.id, id);

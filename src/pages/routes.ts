@@ -10,6 +10,7 @@ import { errorFields, log } from '../log.js';
 import { lockReason, type Workspace } from '../workspaces/model.js';
 import { linesOf, quoteById, quoteJson, recordActivity, transition, type LineJson, type QuoteJson } from '../quotes/service.js';
 import type { QuoteStatus } from '../quotes/schema.js';
+import { paymentsConfigured } from '../payments/stripe.js';
 
 // ---------------------------------------------------------------------------------------------
 // HTML: one escaping function and a tiny {{placeholder}} renderer.
@@ -248,7 +249,7 @@ const notFoundPage = () => messagePage('Quote not found', 'Quote not found', 'Th
 export function pageRouter(deps: AppDeps): Router {
   const { db, config } = deps;
   const router = new Router();
-  const payable = Boolean(config.STRIPE_SECRET_KEY);
+  const payable = paymentsConfigured(config);
   // Where a Pay submit may end up after /q/{token}/pay redirects.
   const formTargets = payable ? ['https://checkout.stripe.com', ...(config.STRIPE_API_BASE ? [new URL(config.STRIPE_API_BASE).origin] : [])] : [];
 

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
 import { jsonPages } from '../db/pages.js';
+import { givenFields } from '../http/validate.js';
 import { likePattern, scoped, whereExact } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { ProductChanges, ProductInput, VariantChanges, VariantInput } from './schema.js';
@@ -62,16 +63,12 @@ async function assertSkusFree(trx: Db, workspaceId: number, kind: Kind, skus: st
   if (taken) throw skuTaken(kind, taken.sku);
 }
 
-function pick<T extends object>(input: T, keys: readonly (keyof T)[]): Record<string, unknown> {
-  return Object.fromEntries(keys.filter((key) => input[key] !== undefined).map((key) => [key, input[key]]));
-}
-
 const productEditable = ['sku', 'name', 'type', 'status', 'brand', 'category', 'description'] as const;
 const variantEditable = ['sku', 'name', 'price', 'attributes'] as const;
 
 /** Column values of a variant; attributes go in as JSON text (an object would be sent as a pg array literal). */
 function variantColumns(input: VariantChanges): Record<string, unknown> {
-  const columns = pick(input, variantEditable);
+  const columns: Record<string, unknown> = givenFields(input, variantEditable);
   if (columns.attributes !== undefined) columns.attributes = JSON.stringify(columns.attributes);
   return columns;
 }
@@ -129,7 +126,7 @@ async function insertVariants(trx: Db, workspaceId: number, productId: number, v
 /** Creates the product and its variants in the caller's transaction: a bad variant rolls the whole thing back. */
 export async function createProduct(trx: Db, workspaceId: number, input: ProductInput): Promise<ProductJson> {
   await assertSkusFree(trx, workspaceId, 'product', [input.sku]);
-  const [row] = await guardSku(() => trx('products').insert({ ...pick(input, productEditable), workspace_id: workspaceId }).returning('id'));
+  const [row] = await guardSku(() => trx('products').insert({ ...givenFields(input, productEditable), workspace_id: workspaceId }).returning('id'));
   await insertVariants(trx, workspaceId, row.id, input.variants ?? []);
   return getProduct(trx, workspaceId, row.id);
 }
@@ -142,7 +139,7 @@ async function lockProduct(trx: Db, workspaceId: number, id: number): Promise<vo
 /** Partial update: omitted fields keep their value. Variants are changed through their own endpoints. */
 export async function updateProduct(trx: Db, workspaceId: number, id: number, input: ProductChanges): Promise<ProductJson> {
   await lockProduct(trx, workspaceId, id);
-  const changes = pick(input, productEditable);
+  const changes = givenFields(input, productEditable);
   if (Object.keys(changes).length === 0) return getProduct(trx, workspaceId, id);
   if (typeof changes.sku === 'string') await assertSkusFree(trx, workspaceId, 'product', [changes.sku], id);
   await guardSku(() => scoped(trx, 'products', workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() }));

@@ -6,7 +6,7 @@ import { emit } from '../events/emit.js';
 import { randomToken } from '../auth/crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import type { Principal } from '../http/auth.js';
-import { isNumericOverflow, lineTotalFits } from '../http/validate.js';
+import { givenFields, isNumericOverflow, lineTotalFits } from '../http/validate.js';
 import { upsertCustomer } from '../customers/service.js';
 import type { LineChanges, LineInput, QuoteChanges, QuoteInput, QuoteStatus } from './schema.js';
 
@@ -252,7 +252,7 @@ function assertDraft(quote: QuoteJson): void {
 export async function updateQuote(trx: Db, auth: Principal, id: number, changes: QuoteChanges, actor: Actor): Promise<QuoteJson> {
   const quote = await accessibleQuote(trx, auth, id, 'write', true);
   assertDraft(quote);
-  const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+  const given = givenFields(changes);
   if (Object.keys(given).length === 0) return quote;
   const values = { ...given };
   if ('discount_amount' in values && values.discount_amount === null) values.discount_amount = '0';
@@ -292,7 +292,7 @@ export async function updateLine(trx: Db, auth: Principal, quoteId: number, line
   const quote = await accessibleQuote(trx, auth, quoteId, 'write', true);
   assertDraft(quote);
   const current = await lineOf(trx, auth.workspace.id, quoteId, lineId);
-  const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)) as LineChanges;
+  const given = givenFields(changes);
   if (Object.keys(given).length === 0) return { quote, line: current.json };
   assertLineFits(given.quantity ?? String(current.json.quantity), given.price ?? current.price, 'quantity');
   const values: Record<string, unknown> = { ...given };

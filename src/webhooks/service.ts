@@ -2,6 +2,7 @@ import type { Db } from '../db/database.js';
 import { scoped } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import { randomToken } from '../auth/crypto.js';
+import { givenFields } from '../http/validate.js';
 
 export const WEBHOOK_CHANNEL = 'quoting_webhooks';
 
@@ -51,7 +52,7 @@ export async function updateSubscription(
   id: number,
   input: { url?: string; event_types?: string[]; description?: string | null; active?: boolean },
 ): Promise<SubscriptionJson> {
-  const changes = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
+  const changes = givenFields(input);
   const updated = await scoped(trx, 'webhook_subscriptions', workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
   if (!updated) throw new NotFound('Webhook subscription not found.');
   if (input.active === false) await killOpenDeliveries(trx, workspaceId, id, 'The subscription was paused.');
