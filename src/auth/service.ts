@@ -40,12 +40,6 @@ export async function checkCredentials(db: Db, email: string, password: string):
   return { user: user as User, workspace };
 }
 
-export async function getUser(db: Db, id: number): Promise<User> {
-  const user = (await db('users').where({ id }).first(userColumns)) as User | undefined;
-  if (!user) throw new NotFound('User not found.');
-  return user;
-}
-
 export interface Invite {
   id: number;
   workspace_id: number;

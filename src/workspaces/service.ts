@@ -64,12 +64,6 @@ export async function createWorkspace(
   return { workspace, keys };
 }
 
-export async function getWorkspace(db: Db, id: number): Promise<Workspace> {
-  const workspace = (await db('workspaces').where({ id }).first(workspaceColumns)) as Workspace | undefined;
-  if (!workspace) throw new NotFound('Workspace not found.');
-  return workspace;
-}
-
 export async function findWorkspaceBySlug(db: Db, slug: string): Promise<Workspace | undefined> {
   return (await db('workspaces').where({ slug }).first(workspaceColumns)) as Workspace | undefined;
 }
