@@ -1,6 +1,6 @@
 export default {
   files: ['dist/test/**/*.test.js'],
-  timeout: '2m',
+  timeout: '10m',
   concurrency: 2,
   workerThreads: false,
 };

@@ -1,6 +1,8 @@
-/** Shared pieces of the benchmark scripts: statistics, a table printer, a throwaway database, child servers. */
-import { spawn, type ChildProcess } from 'node:child_process';
+/** Shared pieces of the benchmark scripts: statistics, a table printer, a throwaway database, child servers, forked helpers and workers. */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Knex } from 'knex';
+import { WEBHOOK_CHANNEL } from '../src/events/outbox.js';
 
 /** The repository root (the scripts run from dist/bench/). */
 export const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -111,7 +113,7 @@ export interface ChildServer {
  * Starts a server as a child process and waits for it to print its address
  * (`http://host:port` on stdout). Stopped with SIGTERM at cleanup.
  */
-export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: string): Promise<ChildServer> {
+export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: string, timeoutMs = 30_000): Promise<ChildServer> {
   const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -124,7 +126,7 @@ export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: s
   onCleanup(stop);
   const url = await new Promise<string>((resolve, reject) => {
     let output = '';
-    const timer = setTimeout(() => reject(new Error(`${what} did not start within 30 s; output: ${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within ${timeoutMs / 1000} s; output: ${output}`)), timeoutMs);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /http:\/\/[\w.:[\]-]+:\d+/.exec(output);
@@ -153,6 +155,92 @@ export function startQuoting(databaseUrl: string, extraEnv: NodeJS.ProcessEnv = 
   return startChild([bin, 'serve', '--port', '0'], env, 'quoting serve');
 }
 
+// ---------------------------------------------------------------- helper processes and workers
+
+export interface Forked {
+  child: ChildProcess;
+  /** The next message of this type (listen before triggering it). */
+  next<T>(type: string, timeoutMs: number): Promise<T>;
+}
+
+/** Forks a bench script with an IPC channel; killed at cleanup. */
+export async function forkScript(script: string, what: string, readyType: string): Promise<Forked & { ready: any }> {
+  const child = fork(fileURLToPath(new URL(script, import.meta.url)), [], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  onCleanup(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  });
+  const next = <T>(type: string, timeoutMs: number) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (message: { type: string }) => {
+        if (message.type !== type) return;
+        done();
+        resolve(message as T);
+      };
+      const onExit = (code: number | null, signal: string | null) => {
+        done();
+        reject(new Error(`${what} exited (${signal ?? code}) while waiting for "${type}"`));
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`${what}: no "${type}" within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  const ready = await next<any>(readyType, 30_000);
+  return { child, next, ready };
+}
+
+export interface Worker {
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * `node bin/quoting worker --watch` over the database; resolves once it has printed its banner and its
+ * LISTEN connection is up (seen in pg_stat_activity), so the first NOTIFY reaches it.
+ */
+export async function startWorker(knex: Knex, databaseUrl: string, extraEnv: NodeJS.ProcessEnv): Promise<Worker> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8', ...extraEnv };
+  delete env.QUOTING_ENV_FILE;
+  const { rows: [{ since }] } = await knex.raw('select clock_timestamp() as since');
+  const child = spawn(process.execPath, [bin, 'worker', '--watch'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let exited = false;
+  const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
+  const stop = async () => {
+    if (exited) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exit;
+    clearTimeout(timer);
+  };
+  onCleanup(stop);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exited) throw new Error(`quoting worker exited early; output: ${output}`);
+    if (Date.now() > deadline) throw new Error(`quoting worker not listening within 30 s; output: ${output}`);
+    if (output.includes('Watching for deliveries')) {
+      const { rows: [{ n }] } = await knex.raw(
+        `select count(*)::int as n from pg_stat_activity
+         where datname = current_database() and application_name = ? and backend_start >= ? and query ilike 'LISTEN%'`,
+        [`quoting-listen-${WEBHOOK_CHANNEL}`, since],
+      );
+      if (n > 0) return { child, stop };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 // ---------------------------------------------------------------- HTTP
 
 export interface Account {
@@ -178,4 +266,42 @@ export async function signUp(baseUrl: string): Promise<Account> {
     .find((pair) => pair.startsWith('quoting_session='));
   if (!cookie) throw new Error('signup set no quoting_session cookie');
   return { email, password, cookie };
+}
+
+// ---------------------------------------------------------------- seeded deliveries
+
+/**
+ * Seeded webhook traffic for round r: events with ids `evt_<letter><rrr>_<21 digits>` (the 30-character shape of
+ * real ids). The letter (U, P, …) is not in the Crockford alphabet of real ids (src/events/outbox.ts), so seeded
+ * events never share a prefix with emitted ones, and each benchmark has its own.
+ */
+export function seededDeliveries(letter: string) {
+  const prefix = (round: number) => `evt_${letter}${String(round).padStart(3, '0')}_`;
+  return {
+    prefix,
+    /** N customer.created events shaped as the API emits them (`{customer: {...}}`), no deliveries yet. */
+    async seedEvents(knex: Knex, workspaceId: number, round: number, n: number): Promise<void> {
+      await knex.raw(
+        `insert into events (id, workspace_id, type, data)
+         select ? || lpad(i::text, 21, '0'), ?, 'customer.created',
+           json_build_object('customer', json_build_object(
+             'id', ? * 1000000 + i, 'email', 'bench.r' || ? || '.' || i || '@example.com', 'name', 'Bench Customer ' || i,
+             'company', 'Bench Co', 'phone', '+1 555 0100', 'country', 'US', 'notes', null,
+             'created_at', iso_time(now()), 'updated_at', iso_time(now())))
+         from generate_series(1, ?) i`,
+        [prefix(round), workspaceId, round, round, n],
+      );
+    },
+    /** One due delivery per event of the round, and the workers woken, in one transaction (as the outbox's fan-out does). */
+    async seedDeliveries(knex: Knex, workspaceId: number, subscriptionId: number, round: number): Promise<void> {
+      await knex.transaction(async (trx) => {
+        await trx.raw(
+          `insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+           select ?, ?, id, type from events where left(id, 9) = ? order by id`,
+          [workspaceId, subscriptionId, prefix(round)],
+        );
+        await trx.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
+      });
+    },
+  };
 }

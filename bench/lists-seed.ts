@@ -1,7 +1,7 @@
 /**
  * Seeding for bench/lists.ts: realistic customers, and products with VARIANTS_PER_PRODUCT variants each, inserted
  * with one INSERT … SELECT generate_series per table (deterministic, no random()). Rows from..to (1-based) are
- * added to the workspace, so sizes can be grown step by step; each call ends with ANALYZE, as autovacuum would.
+ * added to the workspace, so sizes can be grown step by step; each call ends with ANALYZE (as autovacuum would) unless told not to.
  */
 import type { Knex } from 'knex';
 
@@ -26,7 +26,7 @@ const SUFFIX = ['GmbH', 'Ltd', 'Inc.', 's.r.o.', 'S.A.', 'LLC', 'B.V.', 'AB'];
 const COUNTRY = ['US', 'DE', 'FR', 'GB', 'PL', 'CZ', 'ES', 'IT', 'NL', 'SE'];
 const DIAL = ['+1 415', '+49 30', '+33 1', '+44 20', '+48 22', '+420 2', '+34 91', '+39 06', '+31 20', '+46 8'];
 
-export async function seedCustomers(knex: Knex, workspaceId: number, from: number, to: number): Promise<void> {
+export async function seedCustomers(knex: Knex, workspaceId: number, from: number, to: number, analyze = true): Promise<void> {
   await knex.raw(
     `insert into customers (workspace_id, email, name, company, phone, country, notes, created_at, updated_at)
      select ?,
@@ -41,7 +41,7 @@ export async function seedCustomers(knex: Knex, workspaceId: number, from: numbe
           lateral (select now() - interval '2 years' + ((i * 7919) % 63072000) * interval '1 second' as t) ts`,
     [workspaceId, from, to],
   );
-  await knex.raw('analyze customers');
+  if (analyze) await knex.raw('analyze customers');
 }
 
 const BRAND = ['Bosch', 'Makita', 'Würth', 'Hilti', 'Festool', 'Stanley', 'Fischer', '3M', 'Knipex', 'Wera'];
@@ -52,7 +52,7 @@ export const VARIANTS_PER_PRODUCT = 3;
 const SIZE = ['S', 'M', 'L'];
 const COLOR = ['black', 'red', 'blue', 'yellow', 'green', 'grey'];
 
-export async function seedProducts(knex: Knex, workspaceId: number, from: number, to: number): Promise<void> {
+export async function seedProducts(knex: Knex, workspaceId: number, from: number, to: number, analyze = true): Promise<void> {
   await knex.raw(
     `with p as (
        insert into products (workspace_id, sku, name, type, status, brand, category, description, created_at, updated_at)
@@ -72,11 +72,14 @@ export async function seedProducts(knex: Knex, workspaceId: number, from: number
      select ?, p.id, p.sku || '-' || ${pick(SIZE, 'v - 1')},
        ${pick(SIZE, 'v - 1')} || ' / ' || ${pick(COLOR, 'p.id + v')},
        round(((p.id * 7919) % 50000) / 100.0 + v * 5, 2),
-       jsonb_build_object('size', ${pick(SIZE, 'v - 1')}, 'color', ${pick(COLOR, 'p.id + v')}),
+       -- as the API stores them: JSON.stringify's compact text
+       ('{"size":' || to_json(${pick(SIZE, 'v - 1')}) || ',"color":' || to_json(${pick(COLOR, 'p.id + v')}) || '}')::json,
        p.created_at, p.updated_at
      from p cross join generate_series(1, ${VARIANTS_PER_PRODUCT}) v`,
     [workspaceId, from, to, workspaceId],
   );
-  await knex.raw('analyze products');
-  await knex.raw('analyze variants');
+  if (analyze) {
+    await knex.raw('analyze products');
+    await knex.raw('analyze variants');
+  }
 }

@@ -1,349 +1,260 @@
 /**
- * Unpaginated list endpoints at size: `GET /api/v1/customers` (1k, 10k, 50k rows) and `GET /api/v1/products`
- * (1k, 10k products × 3 variants; 50k × 3 with --products-50k) on the real app (`node bin/quoting serve` over a
- * fresh migrated PostgreSQL database, rows seeded with one INSERT … SELECT generate_series per table).
- * For each size: latency of N sequential requests after a warm-up, response size, and the server's RSS
- * (sampled from /proc/<pid>/status in a worker thread, plus VmHWM), against the same SQL run in this process
- * through knex/pg (the service function itself) and its database-side execution time (EXPLAIN ANALYZE).
- *   node dist/bench/lists.js [--runs 5] [--warmup 1] [--customers 1000,10000,50000] [--products 1000,10000]
- *                            [--products-50k] [--sample-ms 10]
+ * The unpaginated lists at size, against their limit. For each database (PostgreSQL, and the embedded PGlite
+ * default) a workspace is seeded with `--rows` customers, products (× 3 variants), quotes and orders; then for each
+ * list, rounds alternate
+ *   A: the limit — PostgreSQL alone returning the same JSON text for the same rows: the API's own array elements,
+ *      stored as text in a table of their own, read back as one `string_agg(json, ',' order by n)` value
+ *      (through `pg` in this process; for the embedded default, a PGlite in this process);
+ *   B: `GET /api/v1/<list>` on `quoting serve` (a child process), the whole body received, uncompressed;
+ *   and the same with `Accept-Encoding: gzip` (the compressed bytes received, not decoded).
+ * Prints min/median/max of both, the ratio of the medians (target ≤ 1.5) and the server's RSS growth (target
+ * < 100 MB; sampled from /proc every 10 ms in a worker thread).
+ *   node dist/bench/lists.js [--db postgres,embedded] [--rows 50000] [--embedded-rows 10000,50000] [--rounds 5]
+ *                            [--lists quotes,orders,customers,products] [--analyze]
+ * Without --analyze the tables have no statistics (autovacuum off on them): the plans a fresh import gets.
  */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { Knex } from 'knex';
-import { openPostgres } from '../src/db/database.js';
-import { listCustomers } from '../src/customers/service.js';
-import { listProducts } from '../src/products/service.js';
-import { seedCustomers, seedProducts, VARIANTS_PER_PRODUCT } from './lists-seed.js';
-import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startQuoting, type ChildServer } from './lib.js';
-import { MB, mb, readStatus, resetPeak, startSampler } from './rss.js';
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase } from '../src/db/database.js';
+import { migrateLatest } from '../src/db/migrations.js';
+import { seedCustomers, seedProducts } from './lists-seed.js';
+import { seedOrders, seedQuotes } from './quotes-seed.js';
+import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startChild, bin, type ChildServer } from './lib.js';
+import { MB, mb, readStatus, startSampler } from './rss.js';
 
 const { values } = parseArgs({
   options: {
-    runs: { type: 'string', default: '5' },
-    warmup: { type: 'string', default: '1' },
-    customers: { type: 'string', default: '1000,10000,50000' },
-    products: { type: 'string', default: '1000,10000' },
-    'products-50k': { type: 'boolean', default: false },
-    'sample-ms': { type: 'string', default: '10' },
+    db: { type: 'string', default: 'postgres,embedded' },
+    rows: { type: 'string', default: '50000' },
+    'embedded-rows': { type: 'string', default: '10000,50000' },
+    rounds: { type: 'string', default: '5' },
+    lists: { type: 'string', default: 'quotes,orders,customers,products' },
+    analyze: { type: 'boolean', default: false },
   },
 });
-const runs = Number(values.runs);
-const warmup = Number(values.warmup);
-const sampleMs = Number(values['sample-ms']);
-const sizes = (list: string) => list.split(',').filter(Boolean).map(Number).sort((a, b) => a - b);
-const customerSizes = sizes(values.customers);
-const productSizes = sizes(values.products);
-if (values['products-50k'] && !productSizes.includes(50_000)) productSizes.push(50_000);
+const rounds = Math.max(3, Number(values.rounds));
+const lists = values.lists.split(',').filter(Boolean) as ListName[];
+const TARGET = { ratio: 1.5, growthMb: 100 };
 
-const TARGETS = {
-  products: { rows: 10_000, ms: 1000 },
-  customers: { rows: 50_000, ms: 1500 },
-  rssGrowthMb: 150,
-};
+type ListName = 'quotes' | 'orders' | 'customers' | 'products';
 
-const msText = (value: number) => (value >= 100 ? `${value.toFixed(0)} ms` : `${value.toFixed(1)} ms`);
-const k = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n));
+const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
+const spread = (xs: number[]) => `${fmt(Math.min(...xs))} / ${fmt(median(xs))} / ${fmt(Math.max(...xs))}`;
+/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat (in clock ticks, 100 per second on Linux). */
+function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
-// ---------------------------------------------------------------- measuring one list
-
-interface Endpoint {
-  name: 'customers' | 'products';
-  path: string;
-  /** The service function the route calls, run in this process through knex/pg: same SQL, same transfer. */
-  raw(knex: Knex, workspaceId: number): Promise<string>;
-  /** Reads the same rows without building JSON ($1 = workspace id): the scan part of the database time. */
-  scanSql: string;
-  /** Checks the parsed `data` of the first answer. */
-  check(data: Record<string, unknown>, rows: number): void;
+/** Seeds `rows` of every list into the workspace (customers first: quotes and orders use them), growing from `from`. */
+async function seed(knex: Knex, workspaceId: number, from: number, to: number, analyze: boolean): Promise<void> {
+  if (!analyze) {
+    for (const table of ['customers', 'products', 'variants', 'quotes', 'orders']) await knex.raw(`alter table ${table} set (autovacuum_enabled = false)`);
+  }
+  await seedCustomers(knex, workspaceId, from, to, analyze);
+  await seedProducts(knex, workspaceId, from, to, analyze);
+  await seedQuotes(knex, workspaceId, from, to, 2025, analyze);
+  await seedOrders(knex, workspaceId, from, to, analyze);
 }
 
-interface Result {
+/** The limit's side: stores texts, and reads them back as one value. */
+interface Limit {
+  store(list: string, texts: string[]): Promise<void>;
+  read(list: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+async function postgresLimit(url: string): Promise<Limit> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('create table bench_limit (list text, n int, json text, primary key (list, n))');
+  return {
+    async store(list, texts) {
+      await client.query('delete from bench_limit where list = $1', [list]);
+      await client.query(`insert into bench_limit select $1, n, t from unnest($2::text[]) with ordinality as u(t, n)`, [list, texts]);
+      await client.query('analyze bench_limit');
+    },
+    async read(list) {
+      const { rows } = await client.query(`select string_agg(json, ',' order by n) as json from bench_limit where list = $1`, [list]);
+      return rows[0].json as string;
+    },
+    close: () => client.end(),
+  };
+}
+
+async function embeddedLimit(): Promise<Limit> {
+  const db = new PGlite();
+  await db.query('create table bench_limit (list text, n int, json text, primary key (list, n))');
+  return {
+    async store(list, texts) {
+      await db.query('delete from bench_limit where list = $1', [list]);
+      await db.query(`insert into bench_limit select $1, n, t from json_array_elements_text($2::json) with ordinality as u(t, n)`, [list, JSON.stringify(texts)]);
+      await db.query('analyze bench_limit');
+    },
+    async read(list) {
+      const { rows } = await db.query<{ json: string }>(`select string_agg(json, ',' order by n) as json from bench_limit where list = $1`, [list]);
+      return rows[0].json;
+    },
+    close: () => db.close(),
+  };
+}
+
+function startServer(env: NodeJS.ProcessEnv): Promise<ChildServer> {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env };
+  for (const name of ['QUOTING_ENV_FILE', 'PORT', 'APP_URL', 'DATABASE_URL', 'DATA_DIR']) if (!(name in env)) delete childEnv[name];
+  // A first start of the embedded database creates and migrates it: minutes on a busy machine.
+  return startChild([bin, 'serve', '--port', '0'], childEnv, 'quoting serve', 300_000);
+}
+
+interface Row {
+  db: string;
+  list: string;
   rows: number;
   bytes: number;
+  limit: number[];
   api: number[];
-  ttfb: number[];
-  raw: number[];
-  db: number[];
+  gzip: number[];
+  gzipBytes: number;
+  /** Server CPU time (user + system, /proc/<pid>/stat) of each request, plain and gzip. */
+  cpu: number[];
+  gzipCpu: number[];
   rssBefore: number;
   rssPeak: number;
-  hwm: number | null;
-  /** VmHWM after the first request (the warm-up) minus RSS before: one request's own footprint. */
-  firstHwm: number | null;
-  rssAfter: number;
-  samples: number;
-  plan: string;
-  sameBody: boolean;
-  /** Whether the body has characters beyond Latin-1, which makes V8 hold it as a two-byte string. */
-  twoByte: boolean;
-  /** Median EXPLAIN ANALYZE time of scanSql. */
-  scan: number;
 }
 
-async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+/** GET without decoding: the bytes received. */
+function rawGet(url: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      res.on('end', () => (res.headers['content-encoding'] === 'gzip' ? resolve(bytes) : reject(new Error(`not gzip: ${res.statusCode}`))));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/** Alternates limit and API for one list on a running server. */
+async function measure(server: ChildServer, cookie: string, limit: Limit, db: string, list: ListName, rows: number): Promise<Row> {
+  const url = `${server.url}/api/v1/${list}`;
+  // Uncompressed, as the limit is (fetch asks for gzip unless told otherwise); gzip is measured beside it.
+  const plain = { cookie, 'accept-encoding': 'identity' };
+  const first = await fetch(url, { headers: plain });
+  const body = await first.text();
+  if (first.status !== 200) throw new Error(`GET ${url}: ${first.status} ${body.slice(0, 300)}`);
+  const elements = (JSON.parse(body).data[list] as unknown[]).map((e) => JSON.stringify(e));
+  if (elements.length !== rows) throw new Error(`${list}: expected ${rows} rows, got ${elements.length}`);
+  const envelope = (inner: string) => `{"version":"v1","data":{"${list}":[${inner}]}}`;
+  // The API prints every record as JSON.stringify does: the limit's text is byte for byte the body's.
+  if (envelope(elements.join(',')) !== body) throw new Error(`${list}: the body is not its elements re-serialised (not compact JSON)`);
+  await limit.store(list, elements);
+  if (envelope(await limit.read(list)) !== body) throw new Error(`${list}: the limit's text differs from the body`);
+
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const pid = server.child.pid!;
+  const rssBefore = readStatus(pid, 'VmRSS');
+  const sampler = await startSampler(pid, 10);
+  const result: Row = { db, list, rows, bytes: Buffer.byteLength(body), limit: [], api: [], gzip: [], gzipBytes: 0, cpu: [], gzipCpu: [], rssBefore, rssPeak: 0 };
+  for (let round = 0; round < rounds; round++) {
+    let started = performance.now();
+    const text = await limit.read(list);
+    result.limit.push(performance.now() - started);
+    if (text.length === 0) throw new Error('empty limit');
+    let cpu = cpuMs(pid);
+    started = performance.now();
+    const res = await fetch(url, { headers: plain });
+    const received = await res.arrayBuffer();
+    result.api.push(performance.now() - started);
+    result.cpu.push(cpuMs(pid) - cpu);
+    if (res.status !== 200 || received.byteLength !== result.bytes) throw new Error(`${list}: ${res.status}, ${received.byteLength} bytes`);
+    // The same list gzip-compressed (fast level, as it streams); counted as received, before decompression.
+    cpu = cpuMs(pid);
+    started = performance.now();
+    const zipped = await rawGet(url, { cookie, 'accept-encoding': 'gzip' });
+    result.gzip.push(performance.now() - started);
+    result.gzipCpu.push(cpuMs(pid) - cpu);
+    result.gzipBytes = zipped;
+  }
+  result.rssPeak = (await sampler.stop()).peak;
+  // Each row as soon as it is measured, so a long run that fails later still shows what it got.
+  note(`${db} ${list} ${rows}: limit ${spread(result.limit)} ms, API ${spread(result.api)} ms, gzip ${spread(result.gzip)} ms (${mb(result.gzipBytes)}), server CPU ${spread(result.cpu)} ms, with gzip ${spread(result.gzipCpu)} ms, RSS growth ${mb(result.rssPeak - rssBefore)}`);
+  return result;
+}
+
+async function workspaceOf(knex: Knex, email: string): Promise<number> {
+  const { rows } = await knex.raw('select workspace_id from users where email = ?', [email]);
+  return rows[0].workspace_id;
+}
+
+async function onPostgres(rows: number, results: Row[]): Promise<void> {
+  const url = await freshPostgresUrl();
+  const server = await startServer({ DATABASE_URL: url });
+  const { cookie, email } = await signUp(server.url);
+  const database = await openDatabase({ databaseUrl: url, dataDir: '' });
+  onCleanup(() => database.close());
   const started = performance.now();
-  const value = await fn();
-  return [performance.now() - started, value];
+  await seed(database.knex, await workspaceOf(database.knex, email), 1, rows, values.analyze);
+  note(`PostgreSQL: seeded ${rows} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  const limit = await postgresLimit(url);
+  onCleanup(() => limit.close());
+  for (const list of lists) results.push(await measure(server, cookie, limit, 'PostgreSQL', list, rows));
+  await server.stop();
 }
 
-/** Node types and relations of an EXPLAIN (FORMAT JSON) plan, outermost first. */
-function planSummary(plan: Record<string, unknown>): string {
-  const parts: string[] = [];
-  const walk = (node: Record<string, unknown>, depth: number) => {
-    const relation = node['Relation Name'] ? ` on ${node['Relation Name']}` : '';
-    const index = node['Index Name'] ? ` using ${node['Index Name']}` : '';
-    const loops = Number(node['Actual Loops'] ?? 1) > 1 ? ` ×${node['Actual Loops']}` : '';
-    const sub = node['Subplan Name'] ? `${node['Subplan Name']}: ` : '';
-    parts.push(`${'  '.repeat(depth)}${sub}${node['Node Type']}${relation}${index}${loops}`);
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child, depth + 1);
-  };
-  walk(plan, 0);
-  return parts.join('\n');
-}
-
-async function measure(
-  endpoint: Endpoint,
-  rows: number,
-  ctx: { databaseUrl: string; cookie: string; workspaceId: number; knex: Knex; pgClient: pg.Client },
-): Promise<Result> {
-  // A fresh server per measurement, so each RSS baseline is an idle, warmed-up server of its own.
-  const app: ChildServer = await startQuoting(ctx.databaseUrl);
-  try {
-    const pid = app.child.pid!;
-    const url = `${app.url}/api/v1/${endpoint.path}`;
-    const headers = { cookie: ctx.cookie };
-    const ws = await fetch(`${app.url}/api/v1/workspace`, { headers }); // fills the session cache, loads the auth path
-    if (ws.status !== 200) throw new Error(`GET /api/v1/workspace answered ${ws.status}`);
-    await ws.arrayBuffer();
-
-    // The SQL the service runs (one query per page), captured once, for EXPLAIN ANALYZE (database-side execution time, no transfer).
-    const captured: { sql: string; bindings: unknown[] }[] = [];
-    const onQuery = (q: { sql: string; bindings: unknown[] }) => captured.push(q);
-    ctx.knex.on('query', onQuery);
-    const rawBody = await endpoint.raw(ctx.knex, ctx.workspaceId);
-    ctx.knex.off('query', onQuery);
-    if (!captured.length) throw new Error(`${endpoint.name}: no query captured`);
-    const explainOne = async ({ sql, bindings }: { sql: string; bindings: unknown[] }) => {
-      const { rows: [row] } = await ctx.pgClient.query(`explain (analyze, timing off, format json) ${sql}`, bindings as unknown[]);
-      return (row['QUERY PLAN'] as { Plan: Record<string, unknown>; 'Execution Time': number }[])[0];
-    };
-    /** The plan of the first page, and the execution time of every page added up. */
-    const explain = async () => {
-      const plans = [];
-      for (const query of captured) plans.push(await explainOne(query));
-      return { Plan: plans[0].Plan, 'Execution Time': plans.reduce((sum, p) => sum + p['Execution Time'], 0) };
-    };
-    const plan = `${planSummary((await explain()).Plan)} (×${captured.length} pages)`;
-    const scanTimes: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const { rows: [row] } = await ctx.pgClient.query(`explain (analyze, timing off, format json) ${endpoint.scanSql}`, [ctx.workspaceId]);
-      scanTimes.push((row['QUERY PLAN'] as { 'Execution Time': number }[])[0]['Execution Time']);
-    }
-
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const rssBefore = readStatus(pid, 'VmRSS');
-    const hwmReset = resetPeak(pid);
-    const sampler = await startSampler(pid, sampleMs);
-
-    const result: Result = { rows, bytes: 0, api: [], ttfb: [], raw: [], db: [], rssBefore, rssPeak: 0, hwm: null, firstHwm: null, rssAfter: 0, samples: 0, plan, sameBody: false, twoByte: false, scan: median(scanTimes) };
-    for (let i = 0; i < warmup + runs; i++) {
+async function onEmbedded(sizes: number[], results: Row[]): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-'));
+  onCleanup(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+  let server = await startServer({ DATA_DIR: dataDir });
+  const { cookie, email } = await signUp(server.url);
+  await server.stop();
+  const limit = await embeddedLimit();
+  onCleanup(() => limit.close());
+  let seeded = 0;
+  for (const rows of sizes) {
+    // The data directory is the server's alone: seed it while no server runs.
+    const database = await openDatabase({ dataDir });
+    try {
+      await migrateLatest(database.knex);
       const started = performance.now();
-      const res = await fetch(url, { headers });
-      const ttfb = performance.now() - started;
-      const body = Buffer.from(await res.arrayBuffer());
-      const total = performance.now() - started;
-      if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}: ${body.toString().slice(0, 300)}`);
-      const [rawMs] = await timed(() => endpoint.raw(ctx.knex, ctx.workspaceId));
-      const dbMs = (await explain())['Execution Time'];
-      if (i === 0) {
-        if (hwmReset) result.firstHwm = readStatus(pid, 'VmHWM');
-        result.bytes = body.length;
-        result.twoByte = /[^\u0000-\u00ff]/.test(body.toString());
-        result.sameBody = body.equals(Buffer.from(`{"version":"v1","data":{${JSON.stringify(endpoint.name)}:${rawBody}}}`));
-        endpoint.check(JSON.parse(body.toString()).data, rows);
-      }
-      if (i < warmup) continue;
-      result.api.push(total);
-      result.ttfb.push(ttfb);
-      result.raw.push(rawMs);
-      result.db.push(dbMs);
+      await seed(database.knex, await workspaceOf(database.knex, email), seeded + 1, rows, values.analyze);
+      note(`embedded: grew to ${rows} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    } finally {
+      await database.close();
     }
-
-    const sampled = await sampler.stop();
-    result.rssPeak = sampled.peak;
-    result.samples = sampled.samples;
-    result.hwm = hwmReset ? readStatus(pid, 'VmHWM') : null;
-    result.rssAfter = readStatus(pid, 'VmRSS');
-    return result;
-  } finally {
-    await app.stop();
+    seeded = rows;
+    server = await startServer({ DATA_DIR: dataDir });
+    for (const list of lists) results.push(await measure(server, cookie, limit, 'embedded', list, rows));
+    await server.stop();
   }
 }
-
-// ---------------------------------------------------------------- the endpoints
-
-const customersEndpoint: Endpoint = {
-  name: 'customers',
-  path: 'customers',
-  raw: (knex, workspaceId) => collect(listCustomers(knex, workspaceId, {})),
-  scanSql: 'select count(c.*) from customers c where c.workspace_id = $1',
-  check(data, rows) {
-    const list = data.customers as unknown[];
-    if (!Array.isArray(list) || list.length !== rows) throw new Error(`customers: expected ${rows} rows, got ${Array.isArray(list) ? list.length : typeof list}`);
-  },
-};
-
-/** The JSON array text the API streams, from the same service function. */
-async function collect(pages: AsyncIterable<string>): Promise<string> {
-  const parts: string[] = [];
-  for await (const page of pages) parts.push(page);
-  return `[${parts.join(',')}]`;
-}
-
-async function productsEndpoint(): Promise<Endpoint | string> {
-  return {
-    name: 'products',
-    path: 'products',
-    raw: (knex, workspaceId) => collect(listProducts(knex, workspaceId, {})),
-    scanSql: 'select count(p.*), count(v.*) from products p left join variants v on v.product_id = p.id and v.workspace_id = p.workspace_id where p.workspace_id = $1',
-    check(data, rows) {
-      const products = data.products as { variants?: unknown[] }[];
-      if (!Array.isArray(products) || products.length !== rows) throw new Error(`products: expected ${rows} rows, got ${Array.isArray(products) ? products.length : typeof products}`);
-      const variants = products.reduce((n, p) => n + (Array.isArray(p.variants) ? p.variants.length : 0), 0);
-      if (variants !== rows * VARIANTS_PER_PRODUCT) throw new Error(`products: expected ${rows * VARIANTS_PER_PRODUCT} embedded variants, got ${variants}`);
-    },
-  };
-}
-
-// ---------------------------------------------------------------- report
-
-function report(endpoint: string, results: Result[], extra: string): void {
-  printTable(`GET /api/v1/${endpoint}${extra}: ${runs} sequential requests after ${warmup} warm-up, one keep-alive connection, a fresh server per size`, [
-    ['rows', 'body', 'API min', 'API p50', 'API max', 'TTFB p50', 'raw p50', 'DB-only p50', 'API / raw', 'API - raw'],
-    ...results.map((r) => [
-      k(r.rows),
-      mb(r.bytes),
-      msText(Math.min(...r.api)),
-      msText(median(r.api)),
-      msText(Math.max(...r.api)),
-      msText(median(r.ttfb)),
-      msText(median(r.raw)),
-      msText(median(r.db)),
-      (median(r.api) / median(r.raw)).toFixed(2),
-      msText(median(r.api) - median(r.raw)),
-    ]),
-  ]);
-  printTable(`Server RSS during those ${warmup + runs} requests (sampled every ${sampleMs} ms in a worker thread; VmHWM reset before)`, [
-    ['rows', 'RSS before', 'peak (sampled)', 'peak (VmHWM)', 'growth', '1st request', 'RSS after', 'growth / body', 'samples'],
-    ...results.map((r) => {
-      const peak = Math.max(r.rssPeak, r.hwm ?? 0);
-      return [
-        k(r.rows),
-        mb(r.rssBefore),
-        mb(r.rssPeak),
-        r.hwm === null ? 'n/a' : mb(r.hwm),
-        mb(peak - r.rssBefore),
-        r.firstHwm === null ? 'n/a' : mb(r.firstHwm - r.rssBefore),
-        mb(r.rssAfter),
-        `${((peak - r.rssBefore) / r.bytes).toFixed(1)}×`,
-        r.samples,
-      ];
-    }),
-  ]);
-  const scaling = results.slice(1).map((r, i) => {
-    const prev = results[i];
-    return `${k(prev.rows)}→${k(r.rows)} (rows ×${r.rows / prev.rows}): API ×${(median(r.api) / median(prev.api)).toFixed(1)}, raw ×${(median(r.raw) / median(prev.raw)).toFixed(1)}, DB-only ×${(median(r.db) / median(prev.db)).toFixed(1)}, RSS growth ×${((Math.max(r.rssPeak, r.hwm ?? 0) - r.rssBefore) / Math.max(1, Math.max(prev.rssPeak, prev.hwm ?? 0) - prev.rssBefore)).toFixed(1)}`;
-  });
-  if (scaling.length) note(`scaling: ${scaling.join('; ')}`);
-  const last = results.at(-1)!;
-  note(`per 1k rows at ${k(last.rows)}: API ${msText((median(last.api) * 1000) / last.rows)}, DB-only ${msText((median(last.db) * 1000) / last.rows)}`);
-  note(
-    `DB-only at ${k(last.rows)}: reading the rows without JSON ${msText(last.scan)}, so building the JSON is ~${msText(median(last.db) - last.scan)} ` +
-      `(${((100 * (median(last.db) - last.scan)) / median(last.db)).toFixed(0)}% of it)`,
-  );
-  note(
-    `body text ${last.twoByte ? 'has characters beyond Latin-1: V8 holds it as a two-byte string (2 bytes per character, about 2× the body)' : 'is all Latin-1: V8 holds it as a one-byte string'}`,
-  );
-  const differing = results.filter((r) => !r.sameBody).map((r) => k(r.rows));
-  note(differing.length ? `WARNING: API body differs from the raw service output at ${differing.join(', ')}` : 'API bodies are byte-identical to {"version":"v1","data":{…: <raw service output>}}');
-  note(`plan at ${k(results.at(-1)!.rows)}:\n${results.at(-1)!.plan.replace(/^/gm, '  ')}`);
-}
-
-function verdict(label: string, ok: boolean | null, detail: string): void {
-  note(`${label}: ${detail} -> ${ok === null ? 'NOT MEASURED' : ok ? 'MET' : 'NOT MET'}`);
-}
-
-// ---------------------------------------------------------------- main
 
 runBench(async () => {
-  const startedAt = performance.now();
-  const databaseUrl = await freshPostgresUrl();
-  const db = openPostgres(databaseUrl, 2);
-  onCleanup(() => db.close());
-  const pgClient = new pg.Client({ connectionString: databaseUrl, application_name: 'quoting-bench' });
-  await pgClient.connect();
-  onCleanup(() => pgClient.end());
-
-  // Sign up on a server of its own, then read the workspace id.
-  const first = await startQuoting(databaseUrl);
-  const { cookie } = await signUp(first.url);
-  const wsRes = await fetch(`${first.url}/api/v1/workspace`, { headers: { cookie } });
-  const wsBody = (await wsRes.json()) as { data: { workspace: { id: number } } };
-  if (wsRes.status !== 200) throw new Error(`GET /api/v1/workspace answered ${wsRes.status}`);
-  const workspaceId = wsBody.data.workspace.id;
-  const productsProbe = await fetch(`${first.url}/api/v1/products`, { headers: { cookie } });
-  const productsProbeBody = await productsProbe.text();
-  await first.stop();
-  const ctx = { databaseUrl, cookie, workspaceId, knex: db.knex, pgClient };
-
-  // Customers: seeded incrementally (1k, then up to 10k, then up to 50k) in the one workspace.
-  const customers: Result[] = [];
-  let seeded = 0;
-  let seedMs = 0;
-  for (const rows of customerSizes) {
-    seedMs += (await timed(() => seedCustomers(db.knex, workspaceId, seeded + 1, rows)))[0];
-    seeded = rows;
-    customers.push(await measure(customersEndpoint, rows, ctx));
-  }
-  report('customers', customers, '');
-  note(`(seeding ${k(seeded)} customers took ${msText(seedMs)})`);
-
-  // Products: only when the endpoint answers a list and the service can be called for the baseline.
-  const products: Result[] = [];
-  let answersList = false;
-  try {
-    answersList = productsProbe.status === 200 && Array.isArray((JSON.parse(productsProbeBody) as { data?: { products?: unknown } }).data?.products);
-  } catch {
-    /* not JSON */
-  }
-  const productsEp: Endpoint | string = answersList
-    ? await productsEndpoint()
-    : `GET /api/v1/products answered ${productsProbe.status}: ${productsProbeBody.slice(0, 120)}`;
-  if (typeof productsEp === 'string') {
-    note(`\nproducts: skipped — ${productsEp}`);
-  } else {
-    seeded = 0;
-    seedMs = 0;
-    for (const rows of productSizes) {
-      seedMs += (await timed(() => seedProducts(db.knex, workspaceId, seeded + 1, rows)))[0];
-      seeded = rows;
-      products.push(await measure(productsEp, rows, ctx));
-    }
-    report('products', products, ` (× ${VARIANTS_PER_PRODUCT} variants each, embedded)`);
-    note(`(seeding ${k(seeded)} products and ${k(seeded * VARIANTS_PER_PRODUCT)} variants took ${msText(seedMs)})`);
-  }
-
-  console.log('\nTargets');
-  const at = (results: Result[], rows: number) => results.find((r) => r.rows === rows);
-  const p = at(products, TARGETS.products.rows);
-  verdict(`products list (${k(TARGETS.products.rows)} × ${VARIANTS_PER_PRODUCT}) p50 < ${TARGETS.products.ms} ms`, p ? median(p.api) < TARGETS.products.ms : null, p ? msText(median(p.api)) : 'not run');
-  const c = at(customers, TARGETS.customers.rows);
-  verdict(`customers list (${k(TARGETS.customers.rows)}) p50 < ${TARGETS.customers.ms} ms`, c ? median(c.api) < TARGETS.customers.ms : null, c ? msText(median(c.api)) : 'not run');
-  const all = [...customers, ...products];
-  const growths = all.map((r) => Math.max(r.rssPeak, r.hwm ?? 0) - r.rssBefore);
-  const worst = Math.max(...growths);
-  const worstAt = all[growths.indexOf(worst)];
-  const worstLabel = worstAt ? `${customers.includes(worstAt) ? 'customers' : 'products'} ${k(worstAt.rows)}` : '';
-  verdict(`server RSS growth < ${TARGETS.rssGrowthMb} MB (largest over every size run)`, all.length ? worst < TARGETS.rssGrowthMb * MB : null, `${mb(worst)} (${worstLabel})`);
-  note(`\ntotal ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
+  const load = [loadavg()];
+  const results: Row[] = [];
+  const dbs = values.db.split(',');
+  if (dbs.includes('postgres')) await onPostgres(Number(values.rows), results);
+  if (dbs.includes('embedded')) await onEmbedded(values['embedded-rows'].split(',').map(Number), results);
+  load.push(loadavg());
+  printTable(
+    `Lists against their limit, ${rounds} alternating rounds (limit, API), ${values.analyze ? 'after ANALYZE' : 'no statistics'}; ms min / median / max`,
+    [
+      ['database', 'list', 'rows', 'body', 'limit (PG alone)', 'API', 'API/limit', 'API gzip', 'gzip body', 'server CPU', 'server CPU gzip', `RSS before`, 'RSS growth'],
+      ...results.map((r) => {
+        const ratio = median(r.api) / median(r.limit);
+        const growth = r.rssPeak - r.rssBefore;
+        return [
+          r.db, r.list, r.rows, mb(r.bytes), spread(r.limit), spread(r.api),
+          `${ratio.toFixed(2)}${ratio <= TARGET.ratio ? '' : ' !'}`, spread(r.gzip), mb(r.gzipBytes), spread(r.cpu), spread(r.gzipCpu), mb(r.rssBefore), `${mb(growth)}${growth < TARGET.growthMb * MB ? '' : ' !'}`,
+        ];
+      }),
+    ],
+  );
+  note(`\ntargets: API/limit <= ${TARGET.ratio}, RSS growth < ${TARGET.growthMb} MB ('!' marks a miss). load average at start ${load[0]}, at end ${load[1]}`);
 });

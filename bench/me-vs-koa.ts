@@ -1,18 +1,24 @@
 /**
  * Throughput of an authenticated `GET /api/v1/auth/me` on the real app (`node bin/quoting serve` over a
- * fresh migrated PostgreSQL database) against a bare koa app answering the same JSON body, both measured
- * with autocannon in the same run. Each server is its own child process; autocannon runs in this one.
- *   node dist/bench/me-vs-koa.js [--duration 10] [--warmup 3] [--connections 50] [--pipelining 1]
+ * fresh migrated PostgreSQL database), with the session cache (default) and without it
+ * (`SESSION_CACHE_SECONDS=0`: one session query per request, what every cache miss costs), against a bare
+ * koa app answering the same JSON body. Rounds alternate (koa, cached, uncached, koa, …; `--rounds` (3));
+ * each server is its own child process; autocannon runs in this one.
+ *   node dist/bench/me-vs-koa.js [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--pipelining 1]
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { freshPostgresUrl, note, printTable, runBench, signUp, startChild, startQuoting } from './lib.js';
+import fs from 'node:fs';
+import { freshPostgresUrl, median, note, printTable, runBench, signUp, startChild, startQuoting } from './lib.js';
+
+const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 const { values } = parseArgs({
   options: {
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
     pipelining: { type: 'string', default: '1' },
   },
@@ -21,7 +27,8 @@ const duration = Number(values.duration);
 const warmup = Number(values.warmup);
 const connections = Number(values.connections);
 const pipelining = Number(values.pipelining);
-const TARGET_RATIO = 0.5;
+const rounds = Math.max(3, Number(values.rounds));
+const TARGETS = { cached: 0.6, uncached: 0.25 };
 
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<autocannon.Result> {
   return autocannon({ url, headers, connections, pipelining, duration: seconds });
@@ -57,28 +64,34 @@ runBench(async () => {
   const uncachedApp = await startQuoting(databaseUrl, { SESSION_CACHE_SECONDS: '0' });
   const uncachedUrl = `${uncachedApp.url}/api/v1/auth/me`;
 
-  const real = await measure('quoting', meUrl, { cookie });
-  const uncached = await measure('quoting, cache off', uncachedUrl, { cookie });
-  const baseline = await measure('bare koa', bareUrl, { cookie });
-
-  const row = (name: string, r: autocannon.Result) => [
-    name,
-    r.requests.average.toFixed(0),
-    `${r.latency.p50} ms`,
-    `${r.latency.p99} ms`,
-    `${r.latency.max} ms`,
-    r.requests.total,
+  const servers = [
+    { name: 'bare koa, same body (baseline)', url: bareUrl, rates: [] as number[], p99: [] as number[] },
+    { name: 'quoting serve, session cache on (default)', url: meUrl, rates: [] as number[], p99: [] as number[] },
+    { name: 'quoting serve, SESSION_CACHE_SECONDS=0', url: uncachedUrl, rates: [] as number[], p99: [] as number[] },
   ];
+  for (const server of servers) if (warmup > 0) await load(server.url, { cookie }, warmup);
+  for (let round = 0; round < rounds; round++) {
+    for (const server of servers) {
+      const result = await measure(server.name, server.url, { cookie });
+      server.rates.push(result.requests.average);
+      server.p99.push(result.latency.p99);
+    }
+  }
+  const spread = (xs: number[]) => `${Math.min(...xs).toFixed(0)} / ${median(xs).toFixed(0)} / ${Math.max(...xs).toFixed(0)}`;
+  const koa = median(servers[0].rates);
   printTable(
-    `GET /api/v1/auth/me (${meBody.length}-byte body): ${duration} s each after ${warmup} s warm-up, ${connections} connections, pipelining ${pipelining}`,
+    `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}; load average ${loadavg()}`,
     [
-      ['server', 'req/s', 'p50', 'p99', 'max', 'requests'],
-      row('quoting serve (session cache on, default)', real),
-      row('quoting serve, SESSION_CACHE_SECONDS=0', uncached),
-      row('bare koa, same body (baseline)', baseline),
+      ['server', 'req/s min / median / max', 'p99 (median round)', 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
+      ...servers.map((s) => {
+        const ratios = s.rates.map((rate, round) => rate / servers[0].rates[round]);
+        const ratioSpread = `${Math.min(...ratios).toFixed(3)} / ${median(ratios).toFixed(3)} / ${Math.max(...ratios).toFixed(3)}`;
+        return [s.name, spread(s.rates), `${median(s.p99)} ms`, (median(s.rates) / koa).toFixed(3), ratioSpread];
+      }),
     ],
   );
-  const ratio = real.requests.average / baseline.requests.average;
-  note(`\nratio quoting / bare koa: ${ratio.toFixed(3)}  (target >= ${TARGET_RATIO} -> ${ratio >= TARGET_RATIO ? 'MET' : 'NOT MET'})`);
-  note(`ratio with the cache off (one session query per request) / bare koa: ${(uncached.requests.average / baseline.requests.average).toFixed(3)}`);
+  const cached = median(servers[1].rates) / koa;
+  const uncached = median(servers[2].rates) / koa;
+  note(`\ncached / koa ${cached.toFixed(3)} (target >= ${TARGETS.cached}: ${cached >= TARGETS.cached ? 'MET' : 'NOT MET'}); ` +
+    `uncached / koa ${uncached.toFixed(3)} (target >= ${TARGETS.uncached}: ${uncached >= TARGETS.uncached ? 'MET' : 'NOT MET'})`);
 });

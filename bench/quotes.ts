@@ -1,20 +1,19 @@
 /**
- * Quotes and orders on the real app (`node bin/quoting serve` over a fresh migrated PostgreSQL database):
- *  a) create — `POST /api/v1/quotes` with `--lines` (20) lines under load (autocannon, `--connections` (10)), against
- *     baselines measured in the same run: the same writes as raw SQL through pg (one transaction, one statement per
- *     row, as the service does them), the service function `createQuote` called in this process through knex (no
- *     HTTP), and a bare koa app that parses the same JSON body and answers the same 201 body;
- *  b) flow — create, send (notify: false), accept, convert, one after the other, in `--connections` concurrent
- *     loops, against the same four steps as service calls in this process and as raw SQL through pg;
- *  c) lists — `GET /api/v1/quotes` and `GET /api/v1/orders` over `--rows` (50,000) of each, seeded by SQL in a
- *     workspace of their own: latency of `--runs` (5) sequential requests after `--warmup-requests` (1), and the
- *     server's RSS (sampled from /proc/<pid>/status in a worker thread, plus VmHWM), against the service's pages
- *     collected in this process.
- *   node dist/bench/quotes.js [--duration 10] [--warmup 2] [--connections 10] [--lines 20] [--rows 50000] [--runs 5]
- *                             [--warmup-requests 1] [--sample-ms 10] [--parts create,flow,lists]
+ * Quote creation and the quote flow on the real app (`node bin/quoting serve` over a fresh migrated PostgreSQL
+ * database), against the same work as one SQL statement, measured in the same run, in alternating rounds
+ * (baseline, app, baseline, app, …; `--rounds` (3) of each, `--duration` (5) s each after one `--warmup` (2) s
+ * of each, discarded):
+ *  a) create — `POST /api/v1/quotes` with 1, 20 and 50 lines (`--line-counts`) under load (autocannon,
+ *     `--connections` (10)); baseline: one transaction holding one statement through pg that does the same work
+ *     on the same tables (prices looked up by SKU, quote, lines, totals in numeric, the gap-free number,
+ *     activity, event with the same body), looped at the same concurrency;
+ *  b) flow — create (20 lines), send (notify: false), accept, convert, one after the other, in `--connections`
+ *     concurrent loops; baseline: the one-statement creation and each move's writes through pg.
+ * The lists are in bench/lists.ts.
+ *   node dist/bench/quotes.js [--duration 5] [--warmup 2] [--rounds 3] [--connections 10] [--line-counts 1,20,50]
+ *                             [--parts create,flow]
  */
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -22,43 +21,32 @@ import type { Knex } from 'knex';
 import { openPostgres } from '../src/db/database.js';
 import { Principal } from '../src/http/auth.js';
 import type { Workspace } from '../src/workspaces/model.js';
-import { eventId } from '../src/events/emit.js';
+import { eventId } from '../src/events/outbox.js';
 import { createQuoteBody } from '../src/quotes/schema.js';
-import { createQuote, listQuotes, lockedQuoteForUser, transition, transitionQuote } from '../src/quotes/service.js';
-import { convertQuote, listOrders } from '../src/orders/service.js';
-import { seedCustomers } from './lists-seed.js';
-import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { mb, MB, readStatus, resetPeak, startSampler } from './rss.js';
-import { freshPostgresUrl, median, note, onCleanup, percentile, printTable, runBench, signUp, startChild, startQuoting, type ChildServer } from './lib.js';
+import { createQuote } from '../src/quotes/service.js';
+import { freshPostgresUrl, median, note, onCleanup, percentile, printTable, runBench, signUp, startQuoting } from './lib.js';
 
 const { values } = parseArgs({
   options: {
-    duration: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '10' },
-    lines: { type: 'string', default: '20' },
-    rows: { type: 'string', default: '50000' },
-    runs: { type: 'string', default: '5' },
-    'warmup-requests': { type: 'string', default: '1' },
-    'sample-ms': { type: 'string', default: '10' },
-    parts: { type: 'string', default: 'create,flow,lists' },
+    'line-counts': { type: 'string', default: '1,20,50' },
+    rounds: { type: 'string', default: '3' },
+    parts: { type: 'string', default: 'create,flow' },
   },
 });
 const duration = Number(values.duration);
 const warmup = Number(values.warmup);
 const connections = Number(values.connections);
-const lineCount = Number(values.lines);
-const rows = Number(values.rows);
-const runs = Number(values.runs);
-const warmupRequests = Number(values['warmup-requests']);
-const sampleMs = Number(values['sample-ms']);
+const lineCounts = values['line-counts'].split(',').map(Number);
+const rounds = Math.max(3, Number(values.rounds));
+const FLOW_LINES = 20;
 const parts = new Set(values.parts.split(',').map((p) => p.trim()));
 
-const TARGETS = { listMs: 1500, rssGrowthMb: 150 };
-const CUSTOMERS = 2000;
+const TARGETS = { createRatio: 0.5, fiftyVsOne: 1.5 };
 
 const msText = (value: number) => (value >= 100 ? `${value.toFixed(0)} ms` : `${value.toFixed(1)} ms`);
-const k = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n));
 const now = () => performance.now();
 
 // ---------------------------------------------------------------- HTTP
@@ -150,13 +138,6 @@ async function cannon(name: string, url: string, options: { method?: 'POST'; hea
   };
 }
 
-function loadTable(title: string, loads: Load[], unit: string, reference: Load): void {
-  printTable(title, [
-    ['run', `${unit}/s`, 'p50', 'p99', 'max', unit === 'req' ? 'requests' : `${unit}s`, 'app / this'],
-    ...loads.map((l) => [l.name, l.rate.toFixed(1), msText(l.p50), msText(l.p99), msText(l.max), l.total, (reference.rate / l.rate).toPrecision(2)]),
-  ]);
-}
-
 // ---------------------------------------------------------------- the quote
 
 interface Catalogue {
@@ -195,16 +176,42 @@ function expectedTotal(c: Catalogue, body: ReturnType<typeof quoteBody>): string
   return (total / 100).toFixed(2);
 }
 
-// ---------------------------------------------------------------- raw SQL through pg
+// ---------------------------------------------------------------- the baseline: raw SQL through pg
 
-const RECALCULATE = `update quotes q set subtotal = t.subtotal,
-    tax_amount = round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
-    total = t.subtotal - q.discount_amount + round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
-    updated_at = now()
-  from (select coalesce(sum(line_total), 0) as subtotal from quote_lines where quote_id = $1 and workspace_id = $2) t
-  where q.id = $1 and q.workspace_id = $2`;
-const NEXT_NUMBER = `insert into quote_numbers (workspace_id, year, last_number) values ($1, $2, 1)
-  on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1 returning last_number`;
+/**
+ * A quote's creation as one statement: the SKUs' prices looked up, the quote with its totals in numeric
+ * (half-up), its lines, the gap-free number from the counter row (held until the commit, as in the app),
+ * the activity and the event with the app's body. Triggers on the tables fire as for the app.
+ */
+const CREATE_ONE_STATEMENT = `
+  with input as (
+    select i.ord, v.id as variant_id, i.sku, coalesce(i.description, p.name || coalesce(', ' || v.name, '')) as description,
+           i.quantity, coalesce(i.price, v.price) as price
+    from rows from (json_to_recordset($3::json) as (sku text, description text, quantity numeric, price numeric)) with ordinality as i(sku, description, quantity, price, ord)
+    left join variants v on v.workspace_id = $1 and v.sku = i.sku
+    left join products p on p.workspace_id = $1 and p.id = v.product_id
+  ), t as (
+    select coalesce(sum(round(quantity * price, 2)), 0) as subtotal from input
+  ), n as (
+    insert into quote_numbers (workspace_id, year, last_number) values ($1, $2, 1)
+    on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1
+    returning last_number
+  ), q as (
+    insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, currency, discount_amount, tax_rate, notes,
+                        valid_until, public_token, subtotal, tax_amount, total)
+    select $1, 'Q-' || $2 || '-' || lpad(n.last_number::text, 6, '0'), c.id, c.name, c.email, $5, $6::numeric, $7::numeric, $8, $9::date, $10,
+           t.subtotal, round((t.subtotal - $6::numeric) * $7::numeric / 100, 2), t.subtotal - $6::numeric + round((t.subtotal - $6::numeric) * $7::numeric / 100, 2)
+    from n, t, customers c where c.workspace_id = $1 and c.id = $4
+    returning id, quote_number
+  ), l as (
+    insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
+    select $1, q.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2) from q, input i order by i.ord
+  ), a as (
+    insert into quote_activities (workspace_id, quote_id, type, actor, message) select $1, q.id, 'created', 'user', 'Quote ' || q.quote_number || ' created.' from q
+  ), e as (
+    insert into events (id, workspace_id, type, data) values ($11, $1, 'quote.created', $12)
+  )
+  select id from q`;
 
 interface Raw {
   pool: pg.Pool;
@@ -230,36 +237,14 @@ async function inTransaction<T>(pool: pg.Pool, work: (c: pg.PoolClient) => Promi
   }
 }
 
-/**
- * The writes of a quote's creation, one statement per row as the service issues them: number, quote, lines,
- * totals, activity, event. With `numberLast` the gap-free number is taken just before the commit, so the
- * counter row is locked for one statement instead of the whole transaction.
- */
-function rawCreate(raw: Raw, numberLast = false): Promise<number> {
+function rawCreate(raw: Raw): Promise<number> {
   const { workspaceId: ws, body, catalogue } = raw;
-  const year = new Date().getUTCFullYear();
   return inTransaction(raw.pool, async (c) => {
-    const number = async () => `Q-${year}-${String((await c.query(NEXT_NUMBER, [ws, year])).rows[0].last_number).padStart(6, '0')}`;
-    const {
-      rows: [quote],
-    } = await c.query(
-      `insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, currency, discount_amount, tax_rate, notes, valid_until, public_token)
-       values ($1, $2, $3, 'Bench Buyer', 'buyer@example.com', $4, $5, $6, $7, $8, $9) returning id`,
-      [ws, numberLast ? `pending-${eventId()}` : await number(), catalogue.customerId, body.currency, body.discount_amount, body.tax_rate, body.notes, body.valid_until, eventId()],
-    );
-    for (const line of body.lines) {
-      const priced = 'price' in line;
-      await c.query(
-        `insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
-         values ($1, $2, $3, $4, $5, $6, $7, round($6::numeric * $7::numeric, 2))`,
-        [ws, quote.id, priced ? null : catalogue.variantId, priced ? null : line.sku, priced ? line.description : 'Standard', String(line.quantity), priced ? line.price : catalogue.variantPrice],
-      );
-    }
-    await c.query(RECALCULATE, [quote.id, ws]);
-    if (numberLast) await c.query('update quotes set quote_number = $1 where id = $2', [await number(), quote.id]);
-    await c.query(`insert into quote_activities (workspace_id, quote_id, type, actor, message) values ($1, $2, 'created', 'user', 'Quote created.')`, [ws, quote.id]);
-    await c.query(`insert into events (id, workspace_id, type, data) values ($1, $2, 'quote.created', $3)`, [eventId(), ws, raw.eventData]);
-    return quote.id as number;
+    const { rows } = await c.query(CREATE_ONE_STATEMENT, [
+      ws, new Date().getUTCFullYear(), JSON.stringify(body.lines), catalogue.customerId, body.currency, body.discount_amount, body.tax_rate,
+      body.notes, body.valid_until, eventId(), eventId(), raw.eventData,
+    ]);
+    return rows[0].id as number;
   });
 }
 
@@ -302,11 +287,23 @@ function rawConvert(raw: Raw, id: number): Promise<void> {
   });
 }
 
-// ---------------------------------------------------------------- a) and b): create, and the flow
+// ---------------------------------------------------------------- a) and b)
 
 async function workspaceOf(knex: Knex, baseUrl: string, cookie: string): Promise<Workspace> {
   const data = expect(await client(baseUrl, cookie)('GET', '/api/v1/workspace'), 200, 'GET /api/v1/workspace');
   return (await knex('workspaces').where({ id: data.workspace.id }).first()) as Workspace;
+}
+
+const spread = (xs: number[], digits = 1) => `${Math.min(...xs).toFixed(digits)} / ${median(xs).toFixed(digits)} / ${Math.max(...xs).toFixed(digits)}`;
+
+/** Baseline and app in alternating rounds; returns the rates of each. */
+async function alternate(baseline: () => Promise<Load>, app: () => Promise<Load>): Promise<{ baseline: Load[]; app: Load[] }> {
+  const result = { baseline: [] as Load[], app: [] as Load[] };
+  for (let round = 0; round < rounds; round++) {
+    result.baseline.push(await baseline());
+    result.app.push(await app());
+  }
+  return result;
 }
 
 async function writes(databaseUrl: string, knex: Knex) {
@@ -314,7 +311,7 @@ async function writes(databaseUrl: string, knex: Knex) {
   const { cookie } = await signUp(app.url);
   const call = client(app.url, cookie);
   const workspace = await workspaceOf(knex, app.url, cookie);
-  // Secret-key principal: sees every channel, as the owner does; no session lookups in the baseline.
+  // Secret-key principal: sees every channel, as the owner does.
   const auth = new Principal(null, workspace, null, 'secret');
 
   const customer = expect(await call('POST', '/api/v1/customers', { email: 'buyer@example.com', name: 'Bench Buyer', company: 'Bench Buyer GmbH' }), 201, 'POST /customers');
@@ -324,87 +321,71 @@ async function writes(databaseUrl: string, knex: Knex) {
     'POST /products',
   );
   const catalogue: Catalogue = { customerId: customer.customer.id, variantId: product.product.variants[0].id, variantSku: 'BENCH-1', variantPrice: '24.90' };
-  const body = quoteBody(catalogue, lineCount);
-  const bodyText = JSON.stringify(body);
-
-  // One of each, checked: the answer, the totals, the flow.
-  const first = await call('POST', '/api/v1/quotes', body);
-  const created = expect(first, 201, 'POST /api/v1/quotes');
-  if (created.lines.length !== lineCount) throw new Error(`expected ${lineCount} lines, got ${created.lines.length}`);
-  if (created.quote.total !== expectedTotal(catalogue, body)) throw new Error(`quote total ${created.quote.total}, expected ${expectedTotal(catalogue, body)}`);
-  const id = created.quote.id;
-  expect(await call('POST', `/api/v1/quotes/${id}/send`, { notify: false }), 200, 'send');
-  expect(await call('POST', `/api/v1/quotes/${id}/accept`), 200, 'accept');
-  const converted = expect(await call('POST', `/api/v1/quotes/${id}/convert`), 201, 'convert');
-  if (converted.order.total !== created.quote.total || converted.items.length !== lineCount) throw new Error(`order ${converted.order.total} with ${converted.items.length} items from quote ${created.quote.total}`);
-  note(`one quote: ${lineCount} lines, ${first.text.length}-byte answer, total ${created.quote.total} EUR; converted to an order of the same total`);
-
-  // What the service issues for one creation, counted on the in-process knex.
-  const input = createQuoteBody.parse(body);
-  const statements: string[] = [];
-  const onQuery = (q: { sql: string }) => statements.push(q.sql);
-  knex.on('query', onQuery);
-  await knex.transaction((trx) => createQuote(trx, auth, input, 'user'));
-  knex.off('query', onQuery);
-  const writeCount = statements.filter((sql) => /^\s*(insert|update|delete)/i.test(sql)).length;
-  const rawCount = 1 + 1 + lineCount + 1 + 1 + 1; // number, quote, lines, totals, activity, event
-
   const pool = new pg.Pool({ connectionString: databaseUrl, max: connections, application_name: 'quoting-bench-raw' });
   onCleanup(() => pool.end());
-  const raw: Raw = { pool, workspaceId: workspace.id, catalogue, body, eventData: JSON.stringify(created) };
-
   const headers = { cookie, 'content-type': 'application/json' };
-  const results: Record<string, Load> = {};
+
+  /** One creation checked (answer, totals, the baseline's row equal to the app's), and the statements it costs. */
+  const prepare = async (lines: number) => {
+    const body = quoteBody(catalogue, lines);
+    const first = await call('POST', '/api/v1/quotes', body);
+    const created = expect(first, 201, 'POST /api/v1/quotes');
+    if (created.lines.length !== lines) throw new Error(`expected ${lines} lines, got ${created.lines.length}`);
+    if (created.quote.total !== expectedTotal(catalogue, body)) throw new Error(`quote total ${created.quote.total}, expected ${expectedTotal(catalogue, body)}`);
+    const raw: Raw = { pool, workspaceId: workspace.id, catalogue, body, eventData: JSON.stringify(created) };
+    const rawId = await rawCreate(raw);
+    const [rawRow, rawLines] = await Promise.all([
+      knex('quotes').where({ id: rawId }).first('total', 'subtotal', 'tax_amount'),
+      knex('quote_lines').where({ quote_id: rawId }).orderBy('id').select('description', 'price', 'line_total'),
+    ]);
+    const appLines = created.lines.map((l: any) => [l.description, l.price, l.line_total].join('|')).join(',');
+    if (rawRow.total !== created.quote.total || rawLines.map((l: any) => [l.description, l.price, l.line_total].join('|')).join(',') !== appLines) {
+      throw new Error(`the baseline writes other rows than the app (total ${rawRow.total} vs ${created.quote.total})`);
+    }
+    const statements: string[] = [];
+    const onQuery = (q: { sql: string }) => statements.push(q.sql);
+    knex.on('query', onQuery);
+    await knex.transaction((trx) => createQuote(trx, auth.access, createQuoteBody.parse(body)));
+    knex.off('query', onQuery);
+    // knex reports the transaction's BEGIN and COMMIT among its queries: the count includes them.
+    return { body, bodyText: JSON.stringify(body), first, created, raw, statements: statements.length };
+  };
 
   if (parts.has('create')) {
-    const bareScript = fileURLToPath(new URL('./bare-koa.js', import.meta.url));
-    const bare: ChildServer = await startChild([bareScript], { ...process.env, BARE_BODY: first.text, BARE_STATUS: '201', BARE_PARSE: '1' }, 'bare koa');
-    const bareAnswer = await fetch(`${bare.url}/api/v1/quotes`, { method: 'POST', headers, body: bodyText });
-    const bareText = await bareAnswer.text();
-    if (bareAnswer.status !== 201 || bareText !== first.text) throw new Error(`bare koa answers ${bareAnswer.status} and a different body`);
-
-    const url = `${app.url}/api/v1/quotes`;
-    const create: Load[] = [];
-    create.push(await cannon(`quoting serve, ${connections} connections (autocannon)`, url, { method: 'POST', headers, body: bodyText, connections }));
-    create.push(await cannon('quoting serve, 1 connection (autocannon)', url, { method: 'POST', headers, body: bodyText, connections: 1 }));
-    create.push(await loop(`service createQuote in-process (knex), ${connections} loops`, connections, async () => void (await knex.transaction((trx) => createQuote(trx, auth, input, 'user')))));
-    create.push(await loop('service createQuote in-process (knex), 1 loop', 1, async () => void (await knex.transaction((trx) => createQuote(trx, auth, input, 'user')))));
-    create.push(await loop(`raw SQL through pg, ${connections} loops`, connections, async () => void (await rawCreate(raw))));
-    create.push(await loop('raw SQL through pg, 1 loop', 1, async () => void (await rawCreate(raw))));
-    create.push(await loop(`raw SQL, number taken last, ${connections} loops`, connections, async () => void (await rawCreate(raw, true))));
-    create.push(await cannon(`bare koa, same JSON in and out, ${connections} connections`, `${bare.url}/api/v1/quotes`, { method: 'POST', headers, body: bodyText, connections }));
-    await bare.stop();
-    loadTable(
-      `a) POST /api/v1/quotes with ${lineCount} lines (${bodyText.length}-byte body): ${duration} s each after ${warmup} s warm-up`,
-      create,
-      'req',
-      create[0],
+    const rows: (string | number)[][] = [];
+    const medians: Record<number, number> = {};
+    for (const lines of lineCounts) {
+      const { bodyText, raw, statements } = await prepare(lines);
+      const url = `${app.url}/api/v1/quotes`;
+      const runBaseline = () => loop(`one statement, ${lines} lines`, connections, async () => void (await rawCreate(raw)));
+      const runApp = () => cannon(`app, ${lines} lines`, url, { method: 'POST', headers, body: bodyText, connections });
+      const { baseline, app: api } = await alternate(runBaseline, runApp);
+      const rate = (ls: Load[]) => ls.map((l) => l.rate);
+      medians[lines] = median(rate(api));
+      const ratio = median(rate(api)) / median(rate(baseline));
+      const perRound = api.map((l, round) => l.rate / baseline[round].rate);
+      rows.push([lines, statements, spread(rate(baseline)), spread(rate(api)), `${ratio.toFixed(2)}${lines !== 20 || ratio >= TARGETS.createRatio ? '' : ' !'}`, spread(perRound, 2),
+        `${median(api.map((l) => l.p50)).toFixed(0)} / ${median(api.map((l) => l.p99)).toFixed(0)} ms`]);
+    }
+    printTable(
+      `a) POST /api/v1/quotes at ${connections} connections: ${rounds} alternating rounds of ${duration} s (baseline, app), each after ${warmup} s discarded; req/s min / median / max`,
+      [['lines', 'statements (app)', 'one SQL statement', 'app', 'app / baseline', 'app / baseline of the same round', 'app p50 / p99 (median round)'], ...rows],
     );
-    note(
-      `statements per creation: the service issues ${statements.length} (${writeCount} writes: inserts/updates, the rest reads, savepoints, begin/commit); ` +
-        `the raw baseline ${rawCount + 2} (${rawCount} writes plus begin/commit)`,
-    );
-    const [api, api1, service, service1, rawN, raw1, rawLast, bareN] = create;
-    note(
-      `ratio app / raw SQL: ${(api.rate / rawN.rate).toFixed(2)} at ${connections} connections, ${(api1.rate / raw1.rate).toFixed(2)} at 1; ` +
-        `app / service in-process: ${(api.rate / service.rate).toFixed(2)} at ${connections}, ${(api1.rate / service1.rate).toFixed(2)} at 1; app / bare koa: ${(api.rate / bareN.rate).toFixed(3)}`,
-    );
-    note(
-      `concurrency (${connections} / 1): app ${(api.rate / api1.rate).toFixed(2)}×, service ${(service.rate / service1.rate).toFixed(2)}×, raw ${(rawN.rate / raw1.rate).toFixed(2)}×; ` +
-        `raw with the number taken last instead of first: ${(rawLast.rate / rawN.rate).toFixed(2)}× (creations in one workspace queue on the quote_numbers row lock)`,
-    );
-    results.create = api;
+    if (medians[1] && medians[50]) {
+      const slower = medians[1] / medians[50];
+      note(`1-line rate / 50-line rate (app medians): ${slower.toFixed(2)} (target <= ${TARGETS.fiftyVsOne}${slower <= TARGETS.fiftyVsOne ? '' : ', NOT MET'})`);
+    }
   }
 
   if (parts.has('flow')) {
+    const { body, raw } = await prepare(FLOW_LINES);
     const step = async (fn: () => Promise<unknown>, timings: Record<string, number>, name: string) => {
       const t0 = now();
       await fn();
       timings[name] = now() - t0;
     };
-    const flows: Load[] = [];
-    flows.push(
-      await loop(`quoting serve, ${connections} loops (fetch, keep-alive)`, connections, async () => {
+    const appFlow = () =>
+      loop(`app, ${connections} loops (fetch, keep-alive)`, connections, async () => {
         const t: Record<string, number> = {};
         let qid = 0;
         await step(async () => (qid = expect(await call('POST', '/api/v1/quotes', body), 201, 'create').quote.id), t, 'create');
@@ -412,21 +393,9 @@ async function writes(databaseUrl: string, knex: Knex) {
         await step(async () => expect(await call('POST', `/api/v1/quotes/${qid}/accept`), 200, 'accept'), t, 'accept');
         await step(async () => expect(await call('POST', `/api/v1/quotes/${qid}/convert`), 201, 'convert'), t, 'convert');
         return t;
-      }),
-    );
-    flows.push(
-      await loop(`service calls in-process (knex), ${connections} loops`, connections, async () => {
-        const t: Record<string, number> = {};
-        let qid = 0;
-        await step(async () => (qid = (await knex.transaction((trx) => createQuote(trx, auth, input, 'user'))).quote.id), t, 'create');
-        await step(() => knex.transaction(async (trx) => transition(trx, workspace.id, await lockedQuoteForUser(trx, auth, qid), 'sent', 'user')), t, 'send');
-        await step(() => knex.transaction((trx) => transitionQuote(trx, auth, qid, 'accepted', 'user')), t, 'accept');
-        await step(() => knex.transaction((trx) => convertQuote(trx, auth, qid)), t, 'convert');
-        return t;
-      }),
-    );
-    flows.push(
-      await loop(`raw SQL through pg, ${connections} loops`, connections, async () => {
+      });
+    const rawFlow = () =>
+      loop(`raw SQL through pg, ${connections} loops`, connections, async () => {
         const t: Record<string, number> = {};
         let qid = 0;
         await step(async () => (qid = await rawCreate(raw)), t, 'create');
@@ -434,148 +403,18 @@ async function writes(databaseUrl: string, knex: Knex) {
         await step(() => rawMove(raw, qid, 'accepted'), t, 'accept');
         await step(() => rawConvert(raw, qid), t, 'convert');
         return t;
-      }),
-    );
-    loadTable(
-      `b) create (${lineCount} lines) → send (notify: false) → accept → convert, one flow = 4 requests: ${duration} s each after ${warmup} s warm-up`,
-      flows,
-      'flow',
-      flows[0],
-    );
-    printTable('b) per step: p50 / p99', [
-      ['run', 'create', 'send', 'accept', 'convert'],
-      ...flows.map((f) => [f.name, ...['create', 'send', 'accept', 'convert'].map((s) => `${msText(percentile(f.steps[s], 50))} / ${msText(percentile(f.steps[s], 99))}`)]),
+      });
+    const { baseline, app: flows } = await alternate(rawFlow, appFlow);
+    const rate = (ls: Load[]) => ls.map((l) => l.rate);
+    printTable(`b) create (${FLOW_LINES} lines) → send → accept → convert: ${rounds} alternating rounds of ${duration} s; flows/s min / median / max`, [
+      ['run', 'flows/s', 'create p50', 'send p50', 'accept p50', 'convert p50'],
+      ...[['raw SQL', baseline] as const, ['app', flows] as const].map(([name, ls]) => [
+        name, spread(rate(ls)), ...['create', 'send', 'accept', 'convert'].map((s) => `${median(ls.map((l) => percentile(l.steps[s], 50))).toFixed(1)} ms`),
+      ]),
     ]);
-    note(`app: ${(flows[0].rate * 4).toFixed(1)} requests/s in flows; ratio app / raw SQL: ${(flows[0].rate / flows[2].rate).toFixed(2)}; app / service in-process: ${(flows[0].rate / flows[1].rate).toFixed(2)}`);
-    results.flow = flows[0];
+    note(`app / raw SQL (medians): ${(median(rate(flows)) / median(rate(baseline))).toFixed(2)}`);
   }
   await app.stop();
-  return results;
-}
-
-// ---------------------------------------------------------------- c) the lists
-
-interface ListResult {
-  endpoint: string;
-  rows: number;
-  bytes: number;
-  api: number[];
-  ttfb: number[];
-  raw: number[];
-  rssBefore: number;
-  rssPeak: number;
-  hwm: number | null;
-  firstHwm: number | null;
-  rssAfter: number;
-  samples: number;
-}
-
-async function collect(pages: AsyncIterable<string>): Promise<string> {
-  const parts: string[] = [];
-  for await (const page of pages) parts.push(page);
-  return `[${parts.join(',')}]`;
-}
-
-async function measureList(
-  endpoint: 'quotes' | 'orders',
-  ctx: { databaseUrl: string; cookie: string; knex: Knex; auth: Principal },
-): Promise<ListResult> {
-  // A fresh server per list, so each RSS baseline is an idle server that has answered one small request.
-  const app = await startQuoting(ctx.databaseUrl);
-  try {
-    const pid = app.child.pid!;
-    const headers = { cookie: ctx.cookie };
-    const ws = await fetch(`${app.url}/api/v1/workspace`, { headers });
-    if (ws.status !== 200) throw new Error(`GET /api/v1/workspace answered ${ws.status}`);
-    await ws.arrayBuffer();
-    const raw = () => collect(endpoint === 'quotes' ? listQuotes(ctx.knex, ctx.auth, {}) : listOrders(ctx.knex, ctx.auth, {}));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const rssBefore = readStatus(pid, 'VmRSS');
-    const hwmReset = resetPeak(pid);
-    const sampler = await startSampler(pid, sampleMs);
-    const result: ListResult = { endpoint, rows, bytes: 0, api: [], ttfb: [], raw: [], rssBefore, rssPeak: 0, hwm: null, firstHwm: null, rssAfter: 0, samples: 0 };
-    for (let i = 0; i < warmupRequests + runs; i++) {
-      const started = now();
-      const res = await fetch(`${app.url}/api/v1/${endpoint}`, { headers });
-      const ttfb = now() - started;
-      const body = Buffer.from(await res.arrayBuffer());
-      const total = now() - started;
-      if (res.status !== 200) throw new Error(`GET /api/v1/${endpoint} answered ${res.status}: ${body.toString().slice(0, 300)}`);
-      const t0 = now();
-      await raw();
-      const rawMs = now() - t0;
-      if (i === 0) {
-        if (hwmReset) result.firstHwm = readStatus(pid, 'VmHWM');
-        result.bytes = body.length;
-        const list = JSON.parse(body.toString()).data[endpoint] as unknown[];
-        if (list.length !== rows) throw new Error(`GET /api/v1/${endpoint}: expected ${rows} rows, got ${list.length}`);
-      }
-      if (i < warmupRequests) continue;
-      result.api.push(total);
-      result.ttfb.push(ttfb);
-      result.raw.push(rawMs);
-    }
-    const sampled = await sampler.stop();
-    result.rssPeak = sampled.peak;
-    result.samples = sampled.samples;
-    result.hwm = hwmReset ? readStatus(pid, 'VmHWM') : null;
-    result.rssAfter = readStatus(pid, 'VmRSS');
-    return result;
-  } finally {
-    await app.stop();
-  }
-}
-
-async function lists(databaseUrl: string, knex: Knex): Promise<ListResult[]> {
-  // A workspace of its own (signed up on a server of its own), so the quotes made under load above are not in the lists.
-  const app = await startQuoting(databaseUrl);
-  await new Promise((resolve) => setTimeout(resolve, 5)); // signUp's email has a millisecond timestamp
-  const { cookie } = await signUp(app.url);
-  const workspace = await workspaceOf(knex, app.url, cookie);
-  await app.stop();
-  const auth = new Principal(null, workspace, null, 'secret');
-
-  const t0 = now();
-  await seedCustomers(knex, workspace.id, 1, CUSTOMERS);
-  await seedQuotes(knex, workspace.id, rows);
-  await seedOrders(knex, workspace.id, rows);
-  note(`\nseeded ${k(CUSTOMERS)} customers, ${k(rows)} quotes and ${k(rows)} orders in ${msText(now() - t0)}`);
-
-  const ctx = { databaseUrl, cookie, knex, auth };
-  const results = [await measureList('quotes', ctx), await measureList('orders', ctx)];
-  printTable(`c) GET /api/v1/quotes and /api/v1/orders, ${k(rows)} rows each: ${runs} sequential requests after ${warmupRequests} warm-up, one keep-alive connection, a fresh server each`, [
-    ['list', 'body', 'min', 'p50', 'max', 'TTFB p50', 'raw p50', 'API / raw'],
-    ...results.map((r) => [
-      r.endpoint,
-      mb(r.bytes),
-      msText(Math.min(...r.api)),
-      msText(median(r.api)),
-      msText(Math.max(...r.api)),
-      msText(median(r.ttfb)),
-      msText(median(r.raw)),
-      (median(r.api) / median(r.raw)).toFixed(2),
-    ]),
-  ]);
-  printTable(`c) server RSS during those ${warmupRequests + runs} requests (sampled every ${sampleMs} ms in a worker thread; VmHWM reset before)`, [
-    ['list', 'RSS before', 'peak (sampled)', 'peak (VmHWM)', 'growth', '1st request', 'RSS after', 'samples'],
-    ...results.map((r) => [
-      r.endpoint,
-      mb(r.rssBefore),
-      mb(r.rssPeak),
-      r.hwm === null ? 'n/a' : mb(r.hwm),
-      mb(growth(r)),
-      r.firstHwm === null ? 'n/a' : mb(r.firstHwm - r.rssBefore),
-      mb(r.rssAfter),
-      r.samples,
-    ]),
-  ]);
-  return results;
-}
-
-const growth = (r: ListResult) => Math.max(r.rssPeak, r.hwm ?? 0) - r.rssBefore;
-
-function verdict(label: string, ok: boolean, detail: string): void {
-  note(`${label}: ${detail} -> ${ok ? 'MET' : 'NOT MET'}`);
 }
 
 // ---------------------------------------------------------------- main
@@ -586,18 +425,9 @@ runBench(async () => {
   const db = openPostgres(databaseUrl, connections);
   onCleanup(() => db.close());
   const { rows: [version] } = await db.knex.raw('show server_version');
-  const load = () => os.loadavg().map((l) => l.toFixed(1)).join(' / ');
+  const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
   note(`${os.cpus().length} CPUs, Node ${process.version}, PostgreSQL ${version.server_version}; load generator, servers and PostgreSQL share the machine`);
-  note(`load average (1 / 5 / 15 min) at the start: ${load()}`);
-
-  if (parts.has('create') || parts.has('flow')) await writes(databaseUrl, db.knex);
-  if (parts.has('lists')) {
-    const results = await lists(databaseUrl, db.knex);
-    console.log('\nTargets');
-    for (const r of results) {
-      verdict(`GET /api/v1/${r.endpoint} (${k(rows)}) every request < ${TARGETS.listMs} ms`, Math.max(...r.api) < TARGETS.listMs, `max ${msText(Math.max(...r.api))}, p50 ${msText(median(r.api))}`);
-      verdict(`GET /api/v1/${r.endpoint} server RSS growth < ${TARGETS.rssGrowthMb} MB`, growth(r) < TARGETS.rssGrowthMb * MB, mb(growth(r)));
-    }
-  }
+  note(`load average at the start: ${load()}`);
+  await writes(databaseUrl, db.knex);
   note(`\nload average at the end: ${load()}; total ${((now() - startedAt) / 1000).toFixed(0)} s`);
 });

@@ -6,9 +6,11 @@
  * IPC, from the benchmark:
  *   {type: 'expect', n}   reset the counters; answer {type: 'done', …} once n distinct events have arrived
  *   {type: 'track', on}   when on, report every delivery as {type: 'hit', email, at} (latency runs)
+ *   {type: 'count'}       answer {type: 'count', requests, distinct} (requests since the last 'expect')
  * to the benchmark:
  *   {type: 'listening', url}
  *   {type: 'done', requests, distinct, unsigned, firstAt, lastAt}
+ *   {type: 'count', requests, distinct}
  * Times are wall-clock milliseconds with sub-millisecond precision (performance.timeOrigin + performance.now()),
  * comparable with the benchmark's own on the same machine.
  */
@@ -66,6 +68,8 @@ process.on('message', (message: { type: string; n?: number; on?: boolean }) => {
     reported = false;
   } else if (message.type === 'track') {
     tracking = Boolean(message.on);
+  } else if (message.type === 'count') {
+    send({ type: 'count', requests, distinct: seen.size });
   }
 });
 process.on('disconnect', () => process.exit(0));

@@ -32,8 +32,11 @@ export const configSchema = z.object({
   APP_URL: url('an absolute URL such as https://quotes.example.com', ['http:', 'https:']).optional(),
   DATABASE_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db', ['postgres:', 'postgresql:']).optional().or(z.literal('').transform(() => undefined)),
   DATA_DIR: z.string().trim().min(1).default('./data'),
+  /** Unset: each command's own default (serve 10, worker --watch 6, others 2: withDatabase in src/cli/context.ts). */
+  DATABASE_POOL_MAX: z.coerce.number({ error: 'expects a whole number from 1 to 1000' }).int({ error: 'expects a whole number from 1 to 1000' }).min(1, { error: 'expects a whole number from 1 to 1000' }).max(1000, { error: 'expects a whole number from 1 to 1000' }).optional(),
   MIGRATE_TOKEN: optionalText,
   ADMIN_API_KEY: optionalText,
+  SIGNUP: z.enum(['open', 'closed'], { error: 'expects open or closed' }).default('open'),
   TRIAL_DAYS: z
     .string()
     .trim()
@@ -58,21 +61,46 @@ export const configSchema = z.object({
     .transform((v) => v.split(',').map((c) => c.trim()).filter(Boolean))
     .refine((cidrs) => cidrs.every(isCidr), 'expects comma-separated CIDRs such as 10.0.0.0/8,127.0.0.1/32')
     .default([]),
+  IMPORT_WINDOW_SECONDS: z.coerce
+    .number({ error: 'expects a number of seconds (0 to 86400)' })
+    .min(0, { error: 'expects a number of seconds (0 to 86400)' })
+    .max(86_400, { error: 'expects a number of seconds (0 to 86400)' })
+    .default(600),
   SESSION_CACHE_SECONDS: z.coerce
     .number({ error: 'expects a whole number of seconds (0 turns the cache off)' })
     .int({ error: 'expects a whole number of seconds (0 turns the cache off)' })
     .min(0, { error: 'expects a whole number of seconds (0 turns the cache off)' })
     .max(3600, { error: 'expects at most 3600 seconds' })
     .default(30),
+  TRACK_RATE_PER_MINUTE: z.coerce.number({ error: 'expects a whole number of events from 1 to 1000000000' }).int({ error: 'expects a whole number of events from 1 to 1000000000' }).min(1, { error: 'expects a whole number of events from 1 to 1000000000' }).max(1_000_000_000, { error: 'expects a whole number of events from 1 to 1000000000' }).default(1200),
+  TRACK_RETENTION_DAYS: z.coerce.number({ error: 'expects a whole number of days from 1 to 36500' }).int({ error: 'expects a whole number of days from 1 to 36500' }).min(1, { error: 'expects a whole number of days from 1 to 36500' }).max(36_500, { error: 'expects a whole number of days from 1 to 36500' }).default(400),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent'], { error: 'expects one of debug, info, warn, error, silent' }).default('info'),
 });
 
 export type Config = z.infer<typeof configSchema> & { APP_URL: string };
 
-export class ConfigError extends Error {}
+/** One entry per invalid variable. */
+export interface ConfigProblem {
+  variable: string;
+  /** What it expects, and the value given unless the variable may hold a secret. */
+  message: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    message: string,
+    readonly problems: ConfigProblem[] = [],
+  ) {
+    super(message);
+  }
+}
+
+/** Variables whose value may hold a password or a credential: never echoed in an error. */
+const secretVariables = new Set(['DATABASE_URL', 'SMTP_URL', 'MIGRATE_TOKEN', 'ADMIN_API_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']);
 
 /**
- * Parses the environment; a bad value throws one line naming the variable and what it expects.
+ * Parses the environment; bad values throw one line naming every invalid variable and what it
+ * expects (the value given is shown, except for variables that may hold a secret).
  * A blank variable (`PORT=` in an env file) counts as unset and takes the default.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -83,9 +111,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   );
   const result = configSchema.safeParse(known);
   if (!result.success) {
-    const issue = result.error.issues[0];
-    const name = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(`${name} ${describe(issue.message)} (got ${JSON.stringify(env[name] ?? '')})`);
+    const problems: ConfigProblem[] = [];
+    for (const issue of result.error.issues) {
+      const variable = String(issue.path[0] ?? 'environment');
+      if (problems.some((p) => p.variable === variable)) continue;
+      const given = secretVariables.has(variable) ? 'the value is not shown: it may hold a secret' : `got ${JSON.stringify(env[variable] ?? '')}`;
+      problems.push({ variable, message: `${variable} ${describe(issue.message)} (${given})` });
+    }
+    const prefix = problems.length > 1 ? `${problems.length} invalid settings: ` : '';
+    throw new ConfigError(prefix + problems.map((p) => p.message).join('; '), problems);
   }
   const config = result.data;
   return { ...config, APP_URL: (config.APP_URL ?? `http://${hostForUrl(config.HOST)}:${config.PORT}`).replace(/\/+$/, '') };

@@ -60,6 +60,12 @@ export class Validation extends HttpError {
   }
 }
 
+export class TooManyRequests extends HttpError {
+  constructor(message: string) {
+    super(429, message);
+  }
+}
+
 export class Unavailable extends HttpError {
   constructor(message: string) {
     super(503, message);
@@ -74,7 +80,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   if (code && (connectionErrorCodes.has(code) || code.startsWith('08'))) return true;
   if (err.name === 'KnexTimeoutError') return true;
-  if (/PGlite is closed|Connection terminated|connect ECONNREFUSED|database system is (starting|shutting) up/i.test(err.message)) return true;
+  // pg refuses every statement on a client whose connection broke ("... and is not queryable"), with no code;
+  // knex prefixes the statement, e.g. "COMMIT; - Client has encountered a connection error and is not queryable".
+  if (/PGlite is closed|Connection terminated|connect ECONNREFUSED|database system is (starting|shutting) up|Client has encountered a connection error|Client was closed and is not queryable/i.test(err.message)) return true;
   const cause = (err as { cause?: unknown }).cause;
   return cause !== undefined && cause !== err && isDatabaseUnavailable(cause);
 }

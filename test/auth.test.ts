@@ -44,3 +44,13 @@ test('secrets are stored only as hashes', async (t) => {
   const user = await app.db('users').where({ id: owner.user.id }).first();
   t.false(user.password_hash.includes(owner.password));
 });
+
+test('concurrent signups naming their workspaces alike all succeed, each with its own slug', async (t) => {
+  const name = `Same Name ${process.pid}`;
+  const answers = await Promise.all(
+    Array.from({ length: 8 }, () => app.client().post('/api/v1/auth/signup', { email: uniqueEmail('alike'), password: 'long enough pw', name: 'A', workspace_name: name })),
+  );
+  t.deepEqual(answers.map((res) => res.status), Array(8).fill(201), answers.map((res) => res.text).join('\n'));
+  const slugs = answers.map((res) => res.body.data.workspace.slug as string);
+  t.is(new Set(slugs).size, 8);
+});

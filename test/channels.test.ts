@@ -3,6 +3,7 @@ import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.j
 import { startSmtp } from './helpers/smtp.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import type { Client } from './helpers/client.js';
+import type { Access } from '../src/access.js';
 import { Principal } from '../src/http/auth.js';
 import { assertChannelAccess, whereReadable, type ChannelNeed } from '../src/channels/access.js';
 import { scoped } from '../src/db/scoped.js';
@@ -333,11 +334,11 @@ test('without a session: 401', async (t) => {
 test('assertChannelAccess and whereReadable: the one access check, by role and need', async (t) => {
   const workspace = owner.workspace;
   const user = (id: number, role: 'owner' | 'member') => ({ id, role, workspace_id: workspace.id }) as never;
-  const asMember = new Principal(user(max.user.id, 'member'), workspace);
-  const asOwner = new Principal(user(owner.user.id, 'owner'), workspace);
-  const asSecretKey = new Principal(null, workspace, null, 'secret');
+  const asMember = new Principal(user(max.user.id, 'member'), workspace).access;
+  const asOwner = new Principal(user(owner.user.id, 'owner'), workspace).access;
+  const asSecretKey = new Principal(null, workspace, null, 'secret').access;
   const channel = await newChannel({ name: 'Access unit' });
-  const check = async (auth: Principal, need: ChannelNeed, channelId: number | null = channel.id) => {
+  const check = async (auth: Access, need: ChannelNeed, channelId: number | null = channel.id) => {
     try {
       await assertChannelAccess(app.db, auth, channelId, need);
       return 200;
@@ -357,7 +358,7 @@ test('assertChannelAccess and whereReadable: the one access check, by role and n
     for (const need of needs) got.push(await check(asMember, need));
     t.deepEqual(got, statuses, role);
   }
-  const readable = async (auth: Principal) =>
+  const readable = async (auth: Access) =>
     (await whereReadable(scoped(app.db, 'channels as c', workspace.id), app.db, auth, 'c.id').pluck('c.id')) as number[];
   t.true((await readable(asMember)).includes(channel.id));
   await revoke(owner.client, channel.id, max.user.id);

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import os from 'node:os';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { DataDirInUse, openDatabase } from '../src/db/database.js';
 import { Client } from './helpers/client.js';
 import {
+  bin,
   freePort,
   migratedBackend,
   migratedDataDir,
@@ -114,9 +116,8 @@ test('an unreachable PostgreSQL fails with one error line that points at DATABAS
   const port = await freePort();
   const res = await runCli(['migrate'], { env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/nothing_here` } });
   t.is(res.code, 1);
-  const errors = res.errorLines.filter((line) => line.startsWith('error:'));
-  t.is(errors.length, 1, res.stderr);
-  t.regex(errors[0], /^error: cannot reach the database \(.*ECONNREFUSED.*\); check DATABASE_URL$/);
+  t.is(res.errorLines.length, 1, 'the error line alone, no log line before it: ' + res.stderr);
+  t.regex(res.errorLines[0], /^error: cannot reach the database \(.*ECONNREFUSED.*\); check DATABASE_URL$/);
   t.notRegex(res.stderr, /\bat .*:\d+:\d+\)/, 'no stack frames, not even inside a log line');
 });
 
@@ -211,6 +212,18 @@ test('loadConfig: a bad value throws one line naming the variable, what it expec
   }
 });
 
+test('loadConfig reports every invalid variable at once, and never echoes a value that may hold a secret', (t) => {
+  const env = { PORT: 'abc', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://admin:hunter2secret@db/q', SMTP_URL: 'smtp server with p4ssw0rd' };
+  const error = t.throws(() => loadConfig(env), { instanceOf: ConfigError });
+  t.deepEqual(error!.problems.map((p) => p.variable).sort(), ['DATABASE_URL', 'LOG_LEVEL', 'PORT', 'SMTP_URL']);
+  t.regex(error!.message, /^4 invalid settings: /);
+  t.regex(error!.message, /PORT expects a port number \(0-65535\) \(got "abc"\)/);
+  t.regex(error!.message, /DATABASE_URL expects a PostgreSQL URL such as postgres:\/\/user@host:5432\/db \(the value is not shown: it may hold a secret\)/);
+  t.false(error!.message.includes('hunter2secret'));
+  t.false(error!.message.includes('p4ssw0rd'));
+  t.false(error!.message.includes('\n'));
+});
+
 test('loadConfig ignores variables that are not settings', (t) => {
   t.notThrows(() => loadConfig({ PATH: '/bin', RANDOM_THING: 'x' }));
 });
@@ -232,12 +245,12 @@ for (const [command, variable, value, expects] of [
   });
 }
 
-test('quoting serve --port abc exits 1 naming the port setting', async (t) => {
+test('quoting serve --port abc exits 2 with one line naming the flag', async (t) => {
   const dataDir = newDataDir(t);
   const res = await runCli(['serve', '--port', 'abc'], { env: { DATA_DIR: dataDir } });
-  t.is(res.code, 1);
+  t.is(res.code, 2);
   t.is(res.errorLines.length, 1, res.stderr);
-  t.regex(res.errorLines[0], /^error: PORT expects a port number .*"abc"/);
+  t.regex(res.errorLines[0], /^error: option '-p, --port <port>' argument 'abc' is invalid\. expects a port number \(0-65535\)/);
   t.false(fs.existsSync(dataDir));
 });
 
@@ -285,16 +298,21 @@ test('an env file that cannot be read exits 1 with one line naming it', async (t
   t.regex(directory.errorLines[0], new RegExp(`^error: cannot read env file ${escape(path.dirname(missing))}: EISDIR`));
 });
 
-test('quoting --env-file with a missing file fails with one line naming it', async (t) => {
-  // Node itself scans a script's arguments for --env-file and, when the file is missing, exits 9
-  // with "node: <path>: not found" before the program runs (nodejs/node#54232); either way the
-  // operator gets one line naming the file and a failing exit code.
+test('quoting --env-file with a missing file exits 1 with one line naming it (the launcher keeps Node from reading it)', async (t) => {
   const missing = path.join(tempDir(t), 'nope.env');
-  const res = await runCli(['--env-file', missing, 'migrate']);
-  t.not(res.code, 0);
-  t.is(res.errorLines.length, 1, res.stderr);
-  t.true(res.errorLines[0].includes(missing), res.errorLines[0]);
-  t.regex(res.errorLines[0], /not found|cannot read env file/);
+  // runCli starts the launcher as its shebang does; this runs the executable itself, as `npx quoting` does.
+  const [viaNode, direct] = await Promise.all([
+    runCli(['--env-file', missing, 'migrate']),
+    new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(bin, ['--env-file', missing, 'migrate'], { cwd: os.tmpdir() }, (err, _stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
+      );
+    }),
+  ]);
+  for (const res of [viaNode, direct]) {
+    t.is(res.code, 1, res.stderr);
+    t.is(res.stderr, `error: cannot read env file ${missing}: ENOENT: no such file or directory, open '${missing}'\n`);
+  }
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -340,17 +358,13 @@ test('workspace create prints the generated password and both keys once; they wo
   t.false(second.stdout.includes('a long enough password'));
   t.notRegex(second.stdout, /^Password:/m);
 
-  // PGlite admits one process at a time: rotate first, then serve. PostgreSQL: rotate while the
-  // server runs, as an operator would, and the running server must drop the old keys at once.
-  let server: Server | undefined;
+  // Rotate while the server runs, as an operator would (on PGlite the command runs inside the
+  // server through its control socket): the running server must drop the old keys at once.
   const port = await freePort();
-  const serve = async () => (server = await startServe(t, ['--port', String(port)], { env: { ...backend, PORT: String(await freePort()) } }));
-  const key = (authorization: string) => new Client(server!.url).get('/api/v1/auth/key', { headers: { authorization } });
-  if (usingPostgres) {
-    await serve();
-    t.is((await key(`Bearer ${keys.secret}`)).status, 200, 'the first secret key works');
-    t.is((await key(`Public ${keys.public}`)).status, 200, 'the first public key works');
-  }
+  const server = await startServe(t, ['--port', String(port)], { env: { ...backend, PORT: String(await freePort()) } });
+  const key = (authorization: string) => new Client(server.url).get('/api/v1/auth/key', { headers: { authorization } });
+  t.is((await key(`Bearer ${keys.secret}`)).status, 200, 'the first secret key works');
+  t.is((await key(`Public ${keys.public}`)).status, 200, 'the first public key works');
 
   const rotated = await runCli(['rotate-keys', '--workspace', 'acme'], { env: backend });
   t.is(rotated.code, 0, rotated.stderr);
@@ -361,10 +375,9 @@ test('workspace create prints the generated password and both keys once; they wo
   t.not(newKeys.public, keys.public);
   t.not(newKeys.secret, keys.secret);
 
-  if (!server) await serve();
-  t.is(server!.url, `http://127.0.0.1:${port}`, '--port wins over PORT');
-  t.regex(server!.banner, new RegExp(`API document at http://127\\.0\\.0\\.1:${port}/api/v1/openapi\\.json`));
-  const client = new Client(server!.url);
+  t.is(server.url, `http://127.0.0.1:${port}`, '--port wins over PORT');
+  t.regex(server.banner, new RegExp(`API document at http://127\\.0\\.0\\.1:${port}/api/v1/openapi\\.json`));
+  const client = new Client(server.url);
 
   const login = await client.post('/api/v1/auth/login', { email: 'a@b.co', password: generated });
   t.is(login.status, 200, login.text);
@@ -373,8 +386,8 @@ test('workspace create prints the generated password and both keys once; they wo
   const me = await client.get('/api/v1/auth/me');
   t.is(me.status, 200);
   t.is(me.body.data.role, 'owner');
-  t.is((await new Client(server!.url).post('/api/v1/auth/login', { email: 'c@b.co', password: 'a long enough password' })).status, 200);
-  t.is((await new Client(server!.url).post('/api/v1/auth/login', { email: 'a@b.co', password: 'not the password' })).status, 401);
+  t.is((await new Client(server.url).post('/api/v1/auth/login', { email: 'c@b.co', password: 'a long enough password' })).status, 200);
+  t.is((await new Client(server.url).post('/api/v1/auth/login', { email: 'a@b.co', password: 'not the password' })).status, 401);
 
   const oldSecret = await key(`Bearer ${keys.secret}`);
   t.is(oldSecret.status, 401);
@@ -388,7 +401,7 @@ test('workspace create prints the generated password and both keys once; they wo
   t.is(newPublic.status, 200);
   t.is(newPublic.body.data.key_type, 'public');
 
-  t.deepEqual(await server!.stop('SIGINT'), { code: 0, signal: null });
+  t.deepEqual(await server.stop('SIGINT'), { code: 0, signal: null });
 });
 
 test('workspace create with a short password exits 1 naming the password rule, and writes nothing', async (t) => {
@@ -425,30 +438,26 @@ postgresTest('PostgreSQL: workspace commands refuse an unmigrated database and p
 });
 
 // ---------------------------------------------------------------------------------------------
-// The embedded database: one process at a time
+// The embedded database: one process at a time (the other commands run inside serve: socket.test.ts)
 
-test('PGlite: while serve holds DATA_DIR, migrate and a second serve exit 1 naming the holder; after SIGTERM the next command succeeds', async (t) => {
+test('PGlite: while serve holds DATA_DIR, a second serve exits 1 naming the holder; after SIGTERM the next command opens it itself', async (t) => {
   const dataDir = await migratedDataDir(t);
   const server = await startServe(t, ['--port', String(await freePort())], { env: { DATA_DIR: dataDir } });
   t.regex(server.banner, new RegExp(`^Quoting listening on http://127\\.0\\.0\\.1:\\d+ \\(database: embedded PGlite in ${escape(dataDir)}\\)`));
   const lockFile = path.join(dataDir, 'quoting.lock');
   t.true(fs.readFileSync(lockFile, 'utf8').startsWith(`${server.pid} serve`));
 
-  const [migrate, serve] = await Promise.all([
-    runCli(['migrate'], { env: { DATA_DIR: dataDir } }),
-    runCli(['serve', '--port', String(await freePort())], { env: { DATA_DIR: dataDir } }),
-  ]);
-  for (const res of [migrate, serve]) {
-    t.is(res.code, 1);
-    t.is(res.stdout, '');
-    t.is(res.errorLines.length, 1, res.stderr);
-    t.regex(res.errorLines[0], new RegExp(`^error: The embedded database in ${escape(dataDir)} is in use by process ${server.pid} \\(quoting serve`));
-    t.regex(res.errorLines[0], /DATABASE_URL/);
-  }
+  const serve = await runCli(['serve', '--port', String(await freePort())], { env: { DATA_DIR: dataDir } });
+  t.is(serve.code, 1);
+  t.is(serve.stdout, '');
+  t.is(serve.errorLines.length, 1, serve.stderr);
+  t.regex(serve.errorLines[0], new RegExp(`^error: The embedded database in ${escape(dataDir)} is in use by process ${server.pid} \\(quoting serve`));
+  t.regex(serve.errorLines[0], /not a second server.*DATABASE_URL/);
   t.is((await new Client(server.url).get('/healthz')).status, 200, 'the holder is unaffected');
 
   t.deepEqual(await server.stop('SIGTERM'), { code: 0, signal: null });
   t.false(fs.existsSync(lockFile), 'the lock is released on SIGTERM');
+  t.false(fs.existsSync(path.join(dataDir, 'quoting.sock')), 'the socket is removed on SIGTERM');
   const after = await runCli(['migrate'], { env: { DATA_DIR: dataDir } });
   t.is(after.code, 0, after.stderr);
   t.regex(after.stdout, /Nothing to migrate/);

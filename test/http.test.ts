@@ -109,7 +109,7 @@ test('/healthz answers 200 {status: "ok"} while the database answers', async (t)
 });
 
 test.serial('an unexpected error is a generic 500, logged with the request id and no stack to the client', async (t) => {
-  const isolated = await startApp();
+  const isolated = await startApp({}, undefined, { allowServerErrors: true });
   t.teardown(() => isolated.close());
   await isolated.db.schema.renameTable('sessions', 'sessions_gone');
   const { result: res, logs } = await captureLogs(() => isolated.client().get('/api/v1/auth/me', { headers: { cookie: 'quoting_session=abc' } }));

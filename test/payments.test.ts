@@ -212,6 +212,28 @@ test('pay: an unknown token answers 404', async (t) => {
   t.is(res.status, 404);
 });
 
+test('pay: a draft token is 404 like an unknown one, and a locked workspace answers 402; neither creates a session', async (t) => {
+  const created = await owner.client.post('/api/v1/quotes', { customer: { email: uniqueEmail('draft') }, lines: [{ description: 'X', price: '5' }] });
+  const draft = created.body.data.quote;
+  t.is((await pay(app, draft.public_token)).status, 404, 'a draft is not public yet');
+  t.is(fake.requestsFor(draft.id).length, 0);
+
+  const locked = await signUpOwner(app, 'Locked payments');
+  const made = await locked.client.post('/api/v1/quotes', { customer: { email: uniqueEmail('lockbuyer') }, lines: [{ description: 'Y', price: '7' }] });
+  const id = made.body.data.quote.id;
+  await locked.client.post(`/api/v1/quotes/${id}/send`, { notify: false });
+  const accepted = (await locked.client.post(`/api/v1/quotes/${id}/accept`)).body.data.quote;
+  await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'suspended' });
+  try {
+    const res = await pay(app, accepted.public_token);
+    t.is(res.status, 402);
+    t.regex(res.text, /cannot take answers/);
+    t.is(fake.requestsFor(id).length, 0);
+  } finally {
+    await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'active' });
+  }
+});
+
 test('pay: unset STRIPE_SECRET_KEY answers 503 with a readable message, and no session is created', async (t) => {
   const quote = await quoteIn('accepted');
   const res = await pay(unconfigured, quote.public_token);

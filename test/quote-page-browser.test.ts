@@ -6,6 +6,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { startApp, signUpOwner, uniqueEmail } from './helpers/app.js';
 import { startReceiver } from './helpers/receiver.js';
 import { DeliveryWorker, workerSettings } from '../src/webhooks/worker.js';
+import { PATIENCE_MS } from './helpers/patience.js';
 
 /** Debian's Chromium; playwright-core never downloads a browser of its own. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -50,7 +51,7 @@ test('a customer opens the quote page in a browser, accepts, and the subscriber 
 
   let browser: Browser;
   try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 30_000 });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: PATIENCE_MS });
   } catch (err) {
     // Present but unable to start is a real failure, not a skip.
     t.fail(`Chromium at ${CHROMIUM} did not start: ${(err as Error).message}`);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
-import { escapeHtml, Html, renderTemplate } from '../src/pages/routes.js';
+import { escapeHtml, Html, renderHtml as renderTemplate } from '../src/templates.js';
 
 let app: TestApp;
 let owner: Owner;
@@ -275,7 +275,11 @@ test('a locked workspace: the page says the quote is unavailable and answers cha
     t.is(page.status, 402);
     t.true(textOf(page.text).includes('This quote is unavailable'));
     t.false(page.text.includes('<form'));
-    t.is((await app.client().request('POST', `/q/${quote.public_token}/accept`)).status, 302);
+    for (const action of ['accept', 'decline']) {
+      const answer = await app.client().request('POST', `/q/${quote.public_token}/${action}`);
+      t.is(answer.status, 402, `${action} on a locked workspace answers the lock page, not a redirect`);
+      t.true(textOf(answer.text).includes('This quote is unavailable'));
+    }
     const row = await app.db('quotes').where({ id: quote.id }).first('status', 'viewed_at');
     t.is(row.status, 'sent');
     t.is(row.viewed_at, null);

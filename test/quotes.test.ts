@@ -3,7 +3,7 @@ import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './
 import { startSmtp } from './helpers/smtp.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import { postgresTest } from './helpers/cli.js';
-import type { Client } from './helpers/client.js';
+import type { Client, RequestOptions } from './helpers/client.js';
 
 let app: TestApp;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
@@ -39,9 +39,34 @@ async function product(o: Owner, prefix: string): Promise<any> {
   return res.body.data.product;
 }
 
+const buyers = new WeakMap<Client, number>();
+
+/**
+ * The id of a customer of the client's workspace, for quotes that need one (inserted directly, so
+ * that tests counting events see only their own).
+ */
+async function buyer(client: Client): Promise<number> {
+  const known = buyers.get(client);
+  if (known) return known;
+  const me = await client.get('/api/v1/auth/me');
+  const [row] = await app.db('customers').insert({ workspace_id: me.body.data.workspace.id, email: uniqueEmail('buyer').toLowerCase(), name: 'Buyer' }).returning('id');
+  buyers.set(client, row.id);
+  return row.id;
+}
+
+/** A quote body with the client's customer unless it names one. */
+async function withBuyer(client: Client, fields: Record<string, unknown>): Promise<Record<string, unknown>> {
+  return 'customer' in fields || 'customer_id' in fields ? fields : { customer_id: await buyer(client), ...fields };
+}
+
+/** POST /api/v1/quotes with the client's customer unless the body names one. */
+async function postQuote(client: Client, body: Record<string, unknown>) {
+  return client.post('/api/v1/quotes', await withBuyer(client, body));
+}
+
 /** A draft quote with one 10.00 line, by `client` (the owner's by default). */
 async function draft(fields: Record<string, unknown> = {}, client: Client = owner.client): Promise<any> {
-  const res = await client.post('/api/v1/quotes', { lines: [{ description: 'Work', quantity: 1, price: '10.00' }], ...fields });
+  const res = await client.post('/api/v1/quotes', await withBuyer(client, { lines: [{ description: 'Work', quantity: 1, price: '10.00' }], ...fields }));
   if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
   return res.body.data.quote;
 }
@@ -90,7 +115,7 @@ function assertMoney(t: ExecutionContext, record: Record<string, unknown>, field
 
 test('create with lines and an upserted customer; read with lines and activities; events as the catalogue', async (t) => {
   const email = uniqueEmail('Buyer');
-  const created = await owner.client.post('/api/v1/quotes', {
+  const created = await postQuote(owner.client, {
     customer: { email: `  ${email.toUpperCase()} `, name: 'Bea Buyer', company: 'Buyers Ltd' },
     currency: 'eur',
     discount_amount: 1,
@@ -113,7 +138,7 @@ test('create with lines and an upserted customer; read with lines and activities
   assertMoney(t, quote, ['subtotal', 'discount_amount', 'tax_amount', 'total']);
   t.regex(quote.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   t.is(lines.length, 2);
-  t.like(lines[0], { quote_id: quote.id, sku: 'Q-RED', description: 'Red widget', quantity: '2', price: '12.50', line_total: '25.00' });
+  t.like(lines[0], { quote_id: quote.id, sku: 'Q-RED', description: 'Widget, Red widget', quantity: '2', price: '12.50', line_total: '25.00' });
   t.truthy(lines[0].variant_id, 'the variant named by the SKU is linked');
   t.like(lines[1], { sku: null, variant_id: null, description: 'Setup', quantity: '1.5', price: '0.99', line_total: '1.49' });
 
@@ -144,22 +169,22 @@ test('create with lines and an upserted customer; read with lines and activities
   t.is(row.status, 'draft');
 
   // By customer_id: the quote copies the customer's name and email; a second customer upsert is customer.updated.
-  const byId = await owner.client.post('/api/v1/quotes', { customer_id: customer.id });
+  const byId = await postQuote(owner.client, { customer_id: customer.id });
   t.is(byId.status, 201);
   t.like(byId.body.data.quote, { customer_id: customer.id, customer_name: 'Bea Buyer', customer_email: email.toLowerCase(), subtotal: '0.00', total: '0.00', currency: 'USD' });
   t.deepEqual(byId.body.data.lines, []);
-  const again = await owner.client.post('/api/v1/quotes', { customer: { email, name: 'Bea B.' } });
+  const again = await postQuote(owner.client, { customer: { email, name: 'Bea B.' } });
   t.is(again.body.data.quote.customer_id, customer.id);
   t.is(again.body.data.quote.customer_name, 'Bea B.');
   t.is((await events(owner, 'customer.created')).filter((e) => e.data.customer.id === customer.id).length, 1);
 
-  const unknown = await owner.client.post('/api/v1/quotes', { customer_id: 999999 });
+  const unknown = await postQuote(owner.client, { customer_id: 999999 });
   t.is(unknown.status, 422);
   t.regex(unknown.body.error, /^customer_id/);
-  const both = await owner.client.post('/api/v1/quotes', { customer_id: customer.id, customer: { email } });
+  const both = await postQuote(owner.client, { customer_id: customer.id, customer: { email } });
   t.is(both.status, 422);
   t.regex(both.body.error, /^customer_id/);
-  const badEmail = await owner.client.post('/api/v1/quotes', { customer: { email: 'nope' } });
+  const badEmail = await postQuote(owner.client, { customer: { email: 'nope' } });
   t.is(badEmail.status, 422);
   t.regex(badEmail.body.error, /^customer\.email/);
 
@@ -177,7 +202,7 @@ test('quote_number is Q-<year>-<6 digits>, consecutive per workspace; a failed c
   const first = await draft({}, ws.client);
   t.is(first.quote_number, `Q-${year}-000001`);
   const email = uniqueEmail('rolledback');
-  const failed = await ws.client.post('/api/v1/quotes', {
+  const failed = await postQuote(ws.client, {
     customer: { email },
     lines: [{ sku: 'N-RED' }, { sku: 'N-BARE', quantity: 1 }],
   });
@@ -208,7 +233,8 @@ test('quote_number is Q-<year>-<6 digits>, consecutive per workspace; a failed c
 
 postgresTest('quote numbers stay gap-free and unique under 50 parallel creates', async (t) => {
   const ws = await signUpOwner(app, 'Parallel');
-  const results = await Promise.all(Array.from({ length: 50 }, () => ws.client.post('/api/v1/quotes', { lines: [{ quantity: 1, price: 1 }] })));
+  const wsBuyer = await buyer(ws.client);
+  const results = await Promise.all(Array.from({ length: 50 }, () => postQuote(ws.client, { customer_id: wsBuyer, lines: [{ quantity: 1, price: 1 }] })));
   t.deepEqual(results.map((r) => r.status), Array(50).fill(201));
   const numbers = results.map((r) => r.body.data.quote.quote_number as string);
   t.is(new Set(numbers).size, 50);
@@ -217,7 +243,7 @@ postgresTest('quote numbers stay gap-free and unique under 50 parallel creates',
 });
 
 test('lines and totals: half-up rounding in decimals, variant prices, money strings, quantity rules', async (t) => {
-  const created = await owner.client.post('/api/v1/quotes', {
+  const created = await postQuote(owner.client, {
     discount_amount: '0.85',
     tax_rate: 8.125,
     lines: [
@@ -241,7 +267,7 @@ test('lines and totals: half-up rounding in decimals, variant prices, money stri
   const added = await owner.client.post(`/api/v1/quotes/${quote.id}/lines`, { sku: 'Q-RED', quantity: 3 });
   t.is(added.status, 201, added.text);
   t.deepEqual(Object.keys(added.body.data).sort(), ['line', 'quote']);
-  t.like(added.body.data.line, { sku: 'Q-RED', description: 'Red widget', price: '12.50', quantity: '3', line_total: '37.50' });
+  t.like(added.body.data.line, { sku: 'Q-RED', description: 'Widget, Red widget', price: '12.50', quantity: '3', line_total: '37.50' });
   t.like(added.body.data.quote, { subtotal: '42.35', tax_amount: '3.37', total: '44.87' }); // 41.50 × 8.125 % = 3.371875
   const [lineAdded] = await quoteEvents('quote.line_added', quote.id);
   t.deepEqual(lineAdded.data, { quote_id: quote.id, line: added.body.data.line });
@@ -287,11 +313,11 @@ test('lines and totals: half-up rounding in decimals, variant prices, money stri
     [{ price: '1.005' }, 'lines.0.price'],
     [{ price: -1 }, 'lines.0.price'],
   ] as [Record<string, unknown>, string, Record<string, unknown>?][]) {
-    const res = await ws.client.post('/api/v1/quotes', { lines: [line, ...(next ? [next] : [])] });
+    const res = await postQuote(ws.client, { lines: [line, ...(next ? [next] : [])] });
     t.is(res.status, 422, JSON.stringify(line));
     t.regex(res.body.error, new RegExp(`^${field.replace(/\./g, '\\.')}`), JSON.stringify(line));
   }
-  const tooMuch = await ws.client.post('/api/v1/quotes', { discount_amount: '5.01', lines: [{ quantity: 1, price: 5 }] });
+  const tooMuch = await postQuote(ws.client, { discount_amount: '5.01', lines: [{ quantity: 1, price: 5 }] });
   t.is(tooMuch.status, 422);
   t.regex(tooMuch.body.error, /^discount_amount/);
   t.is((await app.db('quotes').where({ workspace_id: ws.workspace.id })).length, 0);
@@ -400,7 +426,7 @@ test('delete: 200 with the snapshot, quote.deleted with it, lines gone', async (
 test('list: status, channel_id, customer_id exact; empty ignored; bad values 422; q over number, customer name and email', async (t) => {
   const ws = await signUpOwner(app, 'Lists');
   const channel = (await ws.client.post('/api/v1/channels', { name: 'Shop' })).body.data.channel;
-  const make = async (fields: Record<string, unknown>) => (await ws.client.post('/api/v1/quotes', fields)).body.data.quote;
+  const make = async (fields: Record<string, unknown>) => (await postQuote(ws.client, fields)).body.data.quote;
   const a = await make({ customer: { email: 'Alice.Archer@Example.org', name: 'Alice Archer' } });
   const b = await make({ customer: { email: 'bob@builders.test', name: 'Bob Builder' }, channel_id: channel.id });
   const c = await make({ customer_id: a.customer_id, channel_id: channel.id });
@@ -505,7 +531,7 @@ test('send mails the customer the public link; notify: false sends no mail', asy
   const other = await draft({ customer: { email: quiet } });
   const silent = await owner.client.post(`/api/v1/quotes/${other.id}/send`, { notify: false });
   t.is(silent.status, 200);
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // A mail is sent before the send answers (the 503 and 502 cases depend on it), so none can still be on its way.
   t.false(smtp.mails.some((m) => m.to.includes(quiet)), 'no mail with notify: false');
 
   // A quote that is not a draft is 409 naming its status, also when it has no email to mail to.
@@ -516,8 +542,11 @@ test('send mails the customer the public link; notify: false sends no mail', asy
   const refused = await owner.client.post(`/api/v1/quotes/${noEmail.id}/send`);
   t.is(refused.status, 409);
   t.regex(refused.body.error, /\bis accepted\b/);
-  // A draft without a customer email cannot be mailed (422), but can be marked sent.
-  const anonymous = await draft();
+  // A draft without a customer email (made before a customer was required) cannot be mailed (422).
+  const made = await draft();
+  await app.db('quotes').where({ id: made.id }).update({ customer_id: null, customer_email: null });
+  const anonymous = (await get(made.id)).quote;
+  t.is(anonymous.customer_email, null);
   const unmailable = await owner.client.post(`/api/v1/quotes/${anonymous.id}/send`);
   t.is(unmailable.status, 422);
   t.regex(unmailable.body.error, /^customer/);
@@ -528,17 +557,19 @@ test('send without SMTP_URL: 503 and the quote stays a draft; notify: false stil
   const noMail = await startApp();
   t.teardown(() => noMail.close());
   const ws = await signUpOwner(noMail, 'No mail');
-  const created = await ws.client.post('/api/v1/quotes', { customer: { email: 'someone@example.com' } });
+  const created = await postQuote(ws.client, { customer: { email: 'someone@example.com' } });
   const quote = created.body.data.quote;
   const refused = await ws.client.post(`/api/v1/quotes/${quote.id}/send`);
   t.is(refused.status, 503);
-  t.truthy(refused.body.error);
+  t.regex(refused.body.error, /SMTP_URL is unset.*"notify": false/, 'the 503 says how to send without mail');
   const read = (await ws.client.get(`/api/v1/quotes/${quote.id}`)).body.data;
   t.deepEqual(read.quote, quote);
   t.is((await noMail.db('events').where({ workspace_id: ws.workspace.id, type: 'quote.sent' })).length, 0);
   const sent = await ws.client.post(`/api/v1/quotes/${quote.id}/send`, { notify: false });
   t.is(sent.status, 200);
   t.is(sent.body.data.quote.status, 'sent');
+  t.is(sent.body.data.url, `${noMail.url}/q/${quote.public_token}`, 'the send answer carries the public page url');
+  t.is((await fetch(sent.body.data.url)).status, 200);
   const again = await ws.client.post(`/api/v1/quotes/${quote.id}/send`);
   t.is(again.status, 409, 'the wrong status is 409, not 503');
   t.regex(again.body.error, /\bis sent\b/);
@@ -632,9 +663,68 @@ test('external quote: secret key, 201 then 200 with the same quote for the same 
   t.is(new Set(parallel.map((r) => r.body.data.quote.id)).size, 1);
   t.is((await quoteEvents('quote.created', parallel[0].body.data.quote.id)).length, 1);
 
-  const bad = await app.client().post('/api/v1/quotes/external', { lines: [{ description: 'x' }] }, bearer(owner));
+  const bad = await app.client().post('/api/v1/quotes/external', { customer: body.customer, lines: [{ description: 'x' }] }, bearer(owner));
   t.is(bad.status, 422);
   t.regex(bad.body.error, /^lines\.0\.price/);
+  const anonymous = await app.client().post('/api/v1/quotes/external', { lines: [{ description: 'x', price: 1 }] }, bearer(owner));
+  t.is(anonymous.status, 422);
+  t.regex(anonymous.body.error, /^customer\b/);
+});
+
+test('a quote needs customer_id or customer: 422 naming customer, for an empty or unreadable body too, and no number is spent', async (t) => {
+  const ws = await signUpOwner(app, 'Customer required');
+  const first = await draft({}, ws.client);
+  t.is(first.quote_number, `Q-${year}-000001`);
+  const bodies: [string, RequestOptions][] = [
+    ['lines only', { json: { lines: [{ description: 'x', price: 1 }] } }],
+    ['empty object', { json: {} }],
+    ['no body', {}],
+    ['text/plain', { raw: 'customer_id=1', contentType: 'text/plain' }],
+    ['broken JSON', { raw: '{"customer_id": 1,' }],
+    ['an array', { json: [{ customer_id: 1 }] }],
+  ];
+  for (const [name, request] of bodies) {
+    const res = await ws.client.request('POST', '/api/v1/quotes', request);
+    t.true([400, 415, 422].includes(res.status), `${name}: ${res.status} ${res.text}`);
+    if (['lines only', 'empty object', 'no body'].includes(name)) t.regex(res.body.error, /^customer\b/, name);
+  }
+  t.is((await ws.client.get('/api/v1/quotes')).body.data.quotes.length, 1, 'no empty draft was made');
+  const next = await draft({}, ws.client);
+  t.is(next.quote_number, `Q-${year}-000002`, 'no number was spent');
+});
+
+test('a line priced by a variant SKU is described by the product and variant names unless a description is given', async (t) => {
+  const ws = await signUpOwner(app, 'Described');
+  const made = await ws.client.post('/api/v1/products', {
+    sku: 'TEE', name: 'T-Shirt', variants: [{ sku: 'TEE-S', name: 'Small', price: '9.00' }, { sku: 'TEE-X', price: '11.00' }],
+  });
+  t.is(made.status, 201, made.text);
+  const created = await postQuote(ws.client, { lines: [{ sku: 'TEE-S' }, { sku: 'TEE-X', quantity: 2 }, { sku: 'TEE-S', description: 'Mine' }] });
+  t.is(created.status, 201, created.text);
+  t.deepEqual(created.body.data.lines.map((l: any) => l.description), ['T-Shirt, Small', 'T-Shirt', 'Mine']);
+  t.like(created.body.data.quote, { subtotal: '40.00' });
+  const added = await ws.client.post(`/api/v1/quotes/${created.body.data.quote.id}/lines`, { sku: 'TEE-S' });
+  t.is(added.status, 201, added.text);
+  t.is(added.body.data.line.description, 'T-Shirt, Small');
+});
+
+test('a quote in the list has the same bytes as in its single read', async (t) => {
+  const ws = await signUpOwner(app, 'Bytes');
+  const made = await postQuote(ws.client, {
+    customer: { email: uniqueEmail('bytes'), name: 'Zoë "Quote" Ł\\ukasiewicz ✓' },
+    notes: 'tab\tnew line\n\u0001 é ✓',
+    tax_rate: '8.125',
+    valid_until: '2031-01-31',
+    lines: [{ description: 'x', quantity: '1.5', price: '0.99' }],
+  });
+  t.is(made.status, 201, made.text);
+  const id = made.body.data.quote.id;
+  const list = await ws.client.get('/api/v1/quotes');
+  const single = await ws.client.get(`/api/v1/quotes/${id}`);
+  const bytes = JSON.stringify(single.body.data.quote);
+  t.true(single.text.includes(`"quote":${bytes}`), 'the single read prints the record compactly');
+  t.true(list.text.includes(bytes), `list ${list.text} has ${bytes}`);
+  t.true(JSON.stringify(made.body.data.quote) === bytes.replace(/"updated_at":"[^"]*"/, `"updated_at":"${made.body.data.quote.updated_at}"`));
 });
 
 test('channel access: no role 403 and hidden from lists; viewer reads only; editor writes; no channel is open to members', async (t) => {
@@ -657,7 +747,7 @@ test('channel access: no role 403 and hidden from lists; viewer reads only; edit
     await m.post(`/api/v1/quotes/${inHidden.id}/cancel`),
     await m.post(`/api/v1/quotes/${inHidden.id}/convert`),
     await m.delete(`/api/v1/quotes/${inHidden.id}`),
-    await m.post('/api/v1/quotes', { channel_id: hidden.id }),
+    await postQuote(m, { channel_id: hidden.id }),
   ]) {
     t.is(res.status, 403, res.text);
     t.truthy(res.body.error);
@@ -674,7 +764,7 @@ test('channel access: no role 403 and hidden from lists; viewer reads only; edit
     await m.post(`/api/v1/quotes/${inViewed.id}/lines`, { description: 'x', price: 1 }),
     await m.post(`/api/v1/quotes/${inViewed.id}/send`, { notify: false }),
     await m.delete(`/api/v1/quotes/${inViewed.id}`),
-    await m.post('/api/v1/quotes', { channel_id: viewed.id }),
+    await postQuote(m, { channel_id: viewed.id }),
   ]) {
     t.is(res.status, 403, res.text);
   }
@@ -687,7 +777,7 @@ test('channel access: no role 403 and hidden from lists; viewer reads only; edit
   t.is(patched.body.data.quote.notes, 'by mia');
   t.is((await m.post(`/api/v1/quotes/${inEdited.id}/send`, { notify: false })).status, 200);
   t.is((await m.post(`/api/v1/quotes/${inEdited.id}/accept`)).status, 200);
-  const created = await m.post('/api/v1/quotes', { channel_id: edited.id, lines: [{ description: 'x', price: 1 }] });
+  const created = await postQuote(m, { channel_id: edited.id, lines: [{ description: 'x', price: 1 }] });
   t.is(created.status, 201);
 
   // No channel: open to a member.

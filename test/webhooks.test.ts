@@ -167,25 +167,47 @@ test.serial('PATCH and PUT are partial updates of url, event_types, description 
   t.is(listed[0].created_at, sub.created_at);
 });
 
-test.serial('DELETE is owner-only (member: 403) and answers 200 with the snapshot', async (t) => {
+test.serial('a member reads subscriptions and deliveries but changes nothing: create, update, rotate, delete and resend are 403', async (t) => {
   const owner = await signUpOwner(app);
   const member = await inviteMember(app, smtp, owner);
   const sub = await subscribe(t, owner, { url: 'https://a.example.com/hook', event_types: ['customer.created'], description: 'keep me' });
+  await newCustomer(owner);
+  const [delivery] = await rowsOf(sub.id);
   const path = `/api/v1/webhooks/${sub.id}`;
+  const snapshot = async () => ({
+    subscriptions: await app.db('webhook_subscriptions').where({ workspace_id: owner.workspace.id }).orderBy('id'),
+    deliveries: await app.db('webhook_deliveries').where({ subscription_id: sub.id }).orderBy('id'),
+  });
+  const before = await snapshot();
 
-  // A member reads and changes subscriptions, but may not delete them.
-  t.is((await member.client.get('/api/v1/webhooks')).body.data.subscriptions.length, 1);
-  t.is((await member.client.patch(path, { description: 'by member' })).status, 200);
-  const refused = await member.client.delete(path);
-  t.is(refused.status, 403);
-  t.is(typeof refused.body.error, 'string');
-  const [before] = (await owner.client.get('/api/v1/webhooks')).body.data.subscriptions;
-  t.is(before.id, sub.id);
+  const listed = await member.client.get('/api/v1/webhooks');
+  t.is(listed.status, 200);
+  t.deepEqual(listed.body.data.subscriptions.map((s: any) => s.id), [sub.id]);
+  const deliveries = await member.client.get(`${path}/deliveries`);
+  t.is(deliveries.status, 200);
+  t.deepEqual(deliveries.body.data.deliveries.map((d: any) => d.id), [Number(delivery.id)]);
+  t.is((await member.client.get(`/api/v1/webhooks/deliveries/${delivery.id}`)).status, 200);
 
+  const attempts = [
+    await member.client.post('/api/v1/webhooks', { url: 'https://outside.example.net/steal', event_types: ['quote.*'] }),
+    await member.client.patch(path, { url: 'https://outside.example.net/steal' }),
+    await member.client.put(path, { description: 'by member' }),
+    await member.client.post(`${path}/rotate-secret`),
+    await member.client.delete(path),
+    await member.client.post(`/api/v1/webhooks/deliveries/${delivery.id}/resend`),
+  ];
+  for (const refused of attempts) {
+    t.is(refused.status, 403, refused.text);
+    t.is(typeof refused.body.error, 'string');
+    t.false(refused.text.includes('whsec_'));
+  }
+  t.deepEqual(await snapshot(), before);
+
+  const [shown] = (await owner.client.get('/api/v1/webhooks')).body.data.subscriptions;
   const deleted = await owner.client.delete(path);
   t.is(deleted.status, 200);
   t.is(deleted.body.version, 'v1');
-  t.deepEqual(deleted.body.data.subscription, before);
+  t.deepEqual(deleted.body.data.subscription, shown);
   t.false('signing_secret' in deleted.body.data.subscription);
   t.deepEqual((await owner.client.get('/api/v1/webhooks')).body.data.subscriptions, []);
   t.is((await owner.client.delete(path)).status, 404);
@@ -421,12 +443,14 @@ test.serial('rotate-secret with overlap_seconds: both secrets sign (two v1= entr
   const owner = await signUpOwner(app);
   const sub = await subscribe(t, owner, { url: `${receiver.url}/hook` });
   const first = sub.signing_secret;
+  const rotatedFrom = Date.now();
   const rotated = await owner.client.post(`/api/v1/webhooks/${sub.id}/rotate-secret`, { overlap_seconds: 3600 });
+  const rotatedBy = Date.now();
   t.is(rotated.status, 200);
   const second = rotated.body.data.subscription.signing_secret;
   t.not(second, first);
   const expires = Date.parse(rotated.body.data.subscription.previous_secret_expires_at);
-  t.true(Math.abs(expires - (Date.now() + 3600_000)) < 10_000);
+  t.true(expires >= rotatedFrom + 3600_000 - 1000 && expires <= rotatedBy + 3600_000 + 1000, 'an hour after the rotation');
 
   receiver.secrets.push(first, second);
   await newCustomer(owner);

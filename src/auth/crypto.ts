@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as scryptTypes from 'scrypt-kdf';
 
 // scrypt-kdf's typings declare named exports, but the module exports one default object.
@@ -13,7 +13,8 @@ export function randomToken(bytes = 32): string {
 
 /** SHA-256 is right for high-entropy secrets (keys, session tokens); passwords use scrypt. */
 export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  // The one-shot form: no Hash object per call (this runs on every session-authenticated request).
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time comparison of two strings of any length. */

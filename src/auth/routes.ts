@@ -1,16 +1,18 @@
 import { z } from 'zod';
+import { Forbidden } from '../errors.js';
 import type { Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
-import { requireMailer, renderMail } from '../mail/mailer.js';
+import { requireMailer } from '../mail/mailer.js';
+import { renderMail } from '../templates.js';
 import { createWorkspace } from '../workspaces/service.js';
 import { keysOut, userOut, workspaceOut } from '../workspaces/schema.js';
-import { timestamp, id } from '../http/schemas.js';
-import { acceptInviteBody, inviteBody, loginBody, resetConfirmBody, resetRequestBody, signupBody } from './schema.js';
-import { acceptInvite, checkCredentials, confirmPasswordReset, createInvite, createPasswordReset, createUser } from './service.js';
+import { timestamp, id } from '../schema/output.js';
+import { acceptInviteBody, changePasswordBody, inviteBody, loginBody, resetConfirmBody, resetRequestBody, signupBody } from './schema.js';
+import { acceptInvite, changePassword, checkCredentials, confirmPasswordReset, createInvite, createPasswordReset, createUser } from './service.js';
 import { clearSessionCookie, createSession, deleteSession, setSessionCookie } from './sessions.js';
 import { authChanged } from './session-cache.js';
 
-const inviteOut = z.object({ id, workspace_id: id, email: z.string(), role: z.enum(['owner', 'member']), expires_at: timestamp, accepted_at: timestamp.nullable(), created_at: timestamp });
+const inviteOut = z.object({ id, workspace_id: id, email: z.string(), role: z.enum(['owner', 'member']), expires_at: timestamp, accepted_at: timestamp.nullable(), created_at: timestamp }).meta({ id: 'Invite' });
 
 export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDeps): void {
   const tag = 'Auth';
@@ -20,9 +22,10 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
       method: 'post', path: '/auth/signup', tag, auth: 'none', status: 201, body: signupBody,
       summary: 'Create an account (and a workspace when workspace_name is given); signs in',
       response: z.object({ user: userOut, workspace: workspaceOut.optional(), keys: keysOut.optional() }),
-      errors: { 409: 'Email already taken', 422: 'Invalid field' },
+      errors: { 403: 'Sign-up is closed (SIGNUP=closed): accounts come from invites and the CLI', 409: 'Email already taken', 422: 'Invalid field' },
     },
     async ({ ctx, body }) => {
+      if (config.SIGNUP === 'closed') throw new Forbidden('Sign-up is closed: ask a workspace owner for an invite.');
       const result = await db.transaction(async (trx) => {
         const user = await createUser(trx, { email: body.email, password: body.password, name: body.name });
         if (!body.workspace_name) return { user };
@@ -64,6 +67,22 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
       response: z.object({ user: userOut, workspace: workspaceOut.nullable(), role: z.enum(['owner', 'member']).nullable() }),
     },
     async ({ auth }) => ({ user: auth.user, workspace: auth.maybeWorkspace, role: auth.role }),
+  );
+
+  api.route(
+    {
+      method: 'post', path: '/auth/password', tag, auth: 'session:user', body: changePasswordBody,
+      summary: "Change the signed-in user's password; signs out the user's other sessions (this one stays)",
+      response: z.object({}),
+      errors: { 422: 'Invalid field, or current_password is wrong' },
+    },
+    async ({ body, auth }) => {
+      await db.transaction((trx) =>
+        changePassword(trx, { userId: auth.user.id, sessionId: auth.sessionId!, currentPassword: body.current_password, password: body.password }),
+      );
+      await authChanged(db, sessionCache, { userId: auth.user.id });
+      return {};
+    },
   );
 
   api.route(

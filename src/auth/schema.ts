@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emailInput, passwordInput, requiredText } from '../http/validate.js';
+import { emailInput, passwordInput, requiredText } from '../schema/input.js';
 import { workspaceNameInput } from '../workspaces/schema.js';
 
 const nameInput = requiredText(200);
@@ -28,3 +28,8 @@ export const acceptInviteBody = z.object({ token: tokenInput, name: nameInput, p
 export const resetRequestBody = z.object({ email: emailInput });
 
 export const resetConfirmBody = z.object({ token: tokenInput, password: passwordInput });
+
+export const changePasswordBody = z.object({
+  current_password: z.string().min(1, 'must not be empty').max(1024, 'must be at most 1024 characters'),
+  password: passwordInput,
+});

@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { Conflict, Gone, NotFound, Unauthorized } from '../errors.js';
+import { Conflict, Gone, NotFound, Unauthorized, Validation } from '../errors.js';
 import { userColumns, workspaceColumns, type Role, type User, type Workspace } from '../workspaces/model.js';
 import { hashPassword, randomToken, sha256, verifyPassword } from './crypto.js';
 import { deleteUserSessions } from './sessions.js';
@@ -110,4 +110,27 @@ export async function confirmPasswordReset(db: Db, token: string, password: stri
   await db('password_resets').where({ user_id: reset.user_id }).whereNull('used_at').update({ used_at: db.fn.now() });
   await deleteUserSessions(db, reset.user_id);
   return reset.user_id;
+}
+
+/**
+ * The signed-in user changes their password: the current one must be given (422 on
+ * `current_password` otherwise: the session is fine, so not 401, which would sign the app out).
+ * Every other session of the user is revoked; the one making the change stays.
+ */
+export async function changePassword(db: Db, input: { userId: number; sessionId: number; currentPassword: string; password: string }): Promise<void> {
+  const row = await db('users').where({ id: input.userId }).forUpdate().first('password_hash');
+  if (!row || !(await verifyPassword(row.password_hash, input.currentPassword))) {
+    throw new Validation('current_password', 'current_password: is not your current password.');
+  }
+  await db('users').where({ id: input.userId }).update({ password_hash: await hashPassword(input.password), updated_at: db.fn.now() });
+  await db('sessions').where({ user_id: input.userId }).whereNot({ id: input.sessionId }).delete();
+}
+
+/** An operator sets a user's password (the CLI): every session of the user is revoked. Returns the user's id. */
+export async function setPassword(db: Db, email: string, password: string): Promise<number> {
+  const user = await db('users').where({ email }).forUpdate().first('id');
+  if (!user) throw new NotFound(`no user with email ${email}`);
+  await db('users').where({ id: user.id }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
+  await deleteUserSessions(db, user.id);
+  return user.id as number;
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
 import type { ResolvedSession } from './sessions.js';
+import type { Workspace } from '../workspaces/model.js';
 import { log } from '../log.js';
 
 /** What changed: one session, every session of a user, every session of a workspace's users, or anything. */
@@ -9,13 +10,20 @@ export type AuthScope = { sessionId: number } | { userId: number } | { workspace
 const CHANNEL = 'quoting_auth';
 
 /**
- * Resolved sessions by token hash, so that an authenticated request needs no database round trip.
- * Whatever changes a session, a user or a workspace calls `authChanged`: the entry goes at once in
- * this process, and a NOTIFY (sent after commit) evicts it in every other server process. The TTL
- * is the backstop for a process that missed a notification.
+ * Resolved sessions by token hash, and workspaces by the hash of their public key, so that an
+ * authenticated request (a session, or a browser event with the public key) needs no database round
+ * trip. Whatever changes a session, a user or a workspace (its keys, its status) calls `authChanged`:
+ * the entry goes at once in this process, and a NOTIFY (sent after commit) evicts it in every other
+ * server process. The TTL is the backstop for a process that missed a notification.
  */
 export class SessionCache {
   private readonly entries = new Map<string, { session: ResolvedSession; until: number }>();
+  private readonly publicKeys = new Map<string, { workspace: Workspace; until: number }>();
+  /**
+   * Counts evictions. A public key read from the database before an eviction is not cached after it:
+   * the read may have seen the workspace as it was before the change (a rotation committing while it ran).
+   */
+  private generation = 0;
   /** Set while changes from other processes cannot be heard: nothing is cached or served from cache. */
   bypass = false;
 
@@ -41,7 +49,34 @@ export class SessionCache {
     this.entries.set(tokenHash, { session, until: Date.now() + this.ttlMs });
   }
 
+  /** The workspace of a public key (by the key's hash), while cached. */
+  workspaceOfKey(keyHash: string): Workspace | undefined {
+    const entry = this.bypass ? undefined : this.publicKeys.get(keyHash);
+    if (!entry) return undefined;
+    if (entry.until <= Date.now()) {
+      this.publicKeys.delete(keyHash);
+      return undefined;
+    }
+    return entry.workspace;
+  }
+
+  /** Taken before reading a key's workspace from the database, and given back to `setWorkspaceOfKey`. */
+  get keyGeneration(): number {
+    return this.generation;
+  }
+
+  /** Caches what the database said of the key, unless something was evicted since `readAt`. */
+  setWorkspaceOfKey(keyHash: string, workspace: Workspace, readAt: number): void {
+    if (this.ttlMs <= 0 || this.bypass || readAt !== this.generation) return;
+    if (this.publicKeys.size >= this.maxEntries) this.publicKeys.delete(this.publicKeys.keys().next().value!);
+    this.publicKeys.set(keyHash, { workspace, until: Date.now() + this.ttlMs });
+  }
+
   evict(scope: AuthScope): void {
+    this.generation++;
+    if (scope === 'all' || 'workspaceId' in scope) {
+      for (const [hash, { workspace }] of this.publicKeys) if (scope === 'all' || workspace.id === scope.workspaceId) this.publicKeys.delete(hash);
+    }
     if (scope === 'all') return this.entries.clear();
     for (const [hash, { session }] of this.entries) {
       if (

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Db } from '../db/database.js';
 import type { User, Workspace } from '../workspaces/model.js';
 import { randomToken, sha256 } from './crypto.js';
+import { preparedQuery } from '../db/prepared.js';
 import type { SessionCache } from './session-cache.js';
 
 export const SESSION_COOKIE = 'quoting_session';
@@ -33,17 +34,35 @@ export async function resolveSession(db: Db, token: string | undefined, cache?: 
   return session;
 }
 
+/** One statement through the unique token_hash index, prepared once per connection (every cache miss runs it). */
+const sessionByTokenHash = preparedQuery<SessionRow>('quoting_session_by_token_hash', `
+  select s.id as session_id, s.expires_at,
+         u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
+         w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.created_at as ws_created_at, w.updated_at as ws_updated_at
+  from sessions s join users u on u.id = s.user_id left join workspaces w on w.id = u.workspace_id
+  where s.token_hash = ? and s.expires_at > now()`);
+
+interface SessionRow {
+  session_id: number;
+  expires_at: Date;
+  user_id: number;
+  email: string;
+  user_name: string;
+  workspace_id: number | null;
+  role: User['role'];
+  user_created_at: Date;
+  user_updated_at: Date;
+  ws_name: string;
+  slug: string;
+  status: Workspace['status'];
+  trial_ends_at: Date | null;
+  public_key: string;
+  ws_created_at: Date;
+  ws_updated_at: Date;
+}
+
 async function loadSession(db: Db, tokenHash: string): Promise<ResolvedSession | null> {
-  const row = await db('sessions as s')
-    .join('users as u', 'u.id', 's.user_id')
-    .leftJoin('workspaces as w', 'w.id', 'u.workspace_id')
-    .where('s.token_hash', tokenHash)
-    .andWhere('s.expires_at', '>', db.fn.now())
-    .first(
-      's.id as session_id', 's.expires_at',
-      'u.id as user_id', 'u.email', 'u.name as user_name', 'u.workspace_id', 'u.role', 'u.created_at as user_created_at', 'u.updated_at as user_updated_at',
-      'w.name as ws_name', 'w.slug', 'w.status', 'w.trial_ends_at', 'w.public_key', 'w.created_at as ws_created_at', 'w.updated_at as ws_updated_at',
-    );
+  const [row] = await sessionByTokenHash(db, [tokenHash]);
   if (!row) return null;
   return {
     id: row.session_id,

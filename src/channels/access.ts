@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
 import { scoped } from '../db/scoped.js';
 import { Forbidden, Validation } from '../errors.js';
-import type { Principal } from '../http/auth.js';
+import { userOf, type Access } from '../access.js';
 
 export type ChannelRole = 'viewer' | 'editor' | 'manager';
 export type ChannelNeed = 'read' | 'write' | 'manage';
@@ -13,19 +13,14 @@ const allowed: Record<ChannelNeed, ChannelRole[]> = {
   manage: ['manager'],
 };
 
-/** Owners, and backends calling with the secret key, act for the whole workspace. */
-function seesEverything(auth: Principal): boolean {
-  return auth.role === 'owner' || auth.keyType === 'secret';
-}
-
 /**
  * The one channel access check, for channels and for every record that belongs to one (quotes,
  * orders): a member reads a channel's records only with a role on it and writes them only as
  * editor or manager. Records with no channel are open to every member.
  */
-export async function assertChannelAccess(db: Db, auth: Principal, channelId: number | null | undefined, need: ChannelNeed): Promise<void> {
-  if (channelId === null || channelId === undefined || seesEverything(auth)) return;
-  const member = await scoped(db, 'channel_members', auth.workspace.id).where({ channel_id: channelId, user_id: auth.user.id }).first('role');
+export async function assertChannelAccess(db: Db, access: Access, channelId: number | null | undefined, need: ChannelNeed): Promise<void> {
+  if (channelId === null || channelId === undefined || access.channels === 'all') return;
+  const member = await scoped(db, 'channel_members', access.workspaceId).where({ channel_id: channelId, user_id: userOf(access) }).first('role');
   if (!member) throw new Forbidden(`You have no access to channel ${channelId}.`);
   if (!allowed[need].includes(member.role)) {
     throw new Forbidden(`Your role on channel ${channelId} (${member.role}) does not allow this; it needs ${allowed[need].join(' or ')}.`);
@@ -33,10 +28,10 @@ export async function assertChannelAccess(db: Db, auth: Principal, channelId: nu
 }
 
 /** Limits a list query to the records the caller may read: all for owners, else no channel or a channel with a role. */
-export function whereReadable(query: Knex.QueryBuilder, db: Db, auth: Principal, column: string): Knex.QueryBuilder {
-  if (seesEverything(auth)) return query;
+export function whereReadable(query: Knex.QueryBuilder, db: Db, access: Access, column: string): Knex.QueryBuilder {
+  if (access.channels === 'all') return query;
   return query.where((w) =>
-    w.whereNull(column).orWhereIn(column, scoped(db, 'channel_members', auth.workspace.id).where('user_id', auth.user.id).select('channel_id')),
+    w.whereNull(column).orWhereIn(column, scoped(db, 'channel_members', access.workspaceId).where('user_id', userOf(access)).select('channel_id')),
   );
 }
 

@@ -18,7 +18,7 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       method: 'post', path: '/channels', tag, auth: 'session:owner', status: 201, body: createChannelBody, response: one,
       summary: 'Create a channel (owner only)',
     },
-    async ({ body, auth }) => reply(201, { channel: await db.transaction((trx) => createChannel(trx, auth.workspace.id, body)) }),
+    async ({ body, auth }) => reply(201, { channel: await db.transaction((trx) => createChannel(trx, auth.access, body)) }),
   );
 
   api.route(
@@ -28,7 +28,7 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       description: 'Owners see every channel of the workspace; a member sees the channels they have a role on. type, ownership, status and country are exact-match filters (country case-insensitive), q a case-insensitive substring of the name; empty values are ignored.',
       errors: { 422: 'A filter value is not one of the allowed values (the message names the filter)' },
     },
-    async ({ query, auth }) => jsonList('channels', listChannels(db, auth, query)),
+    async ({ query, auth }) => jsonList('channels', listChannels(db, auth.access, query)),
   );
 
   api.route(
@@ -39,7 +39,7 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       description: rolesNote,
       errors: { 403: 'No role on the channel' },
     },
-    async ({ params, auth }) => getChannel(db, auth, params.id),
+    async ({ params, auth }) => getChannel(db, auth.access, params.id),
   );
 
   api.route(
@@ -49,7 +49,7 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       description: rolesNote,
       errors: { 403: 'Not a manager of the channel' },
     },
-    async ({ params, body, auth }) => ({ channel: await db.transaction((trx) => updateChannel(trx, auth, params.id, body)) }),
+    async ({ params, body, auth }) => ({ channel: await db.transaction((trx) => updateChannel(trx, auth.access, params.id, body)) }),
   );
 
   api.route(
@@ -59,7 +59,7 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       description: 'A channel that quotes or orders reference is not deleted: 409 with data.dependents {quotes, orders}; archive it instead. Otherwise the channel and the roles on it are removed and the snapshot is returned.',
       errors: { 409: 'Quotes or orders use the channel (data.dependents has their counts)' },
     },
-    async ({ params, auth }) => ({ channel: await db.transaction((trx) => deleteChannel(trx, auth.workspace.id, params.id)) }),
+    async ({ params, auth }) => ({ channel: await db.transaction((trx) => deleteChannel(trx, auth.access, params.id)) }),
   );
 
   api.route(
@@ -69,7 +69,7 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       description: `${rolesNote} The user must belong to the workspace (404 otherwise). Granting the role a user already has changes nothing. A role granted to an owner is stored but adds nothing: owners see every channel.`,
       errors: { 403: 'Not a manager of the channel' },
     },
-    async ({ params, body, auth }) => ({ member: await db.transaction((trx) => grantRole(trx, auth, params.id, params.user_id, body.role)) }),
+    async ({ params, body, auth }) => ({ member: await db.transaction((trx) => grantRole(trx, auth.access, params.id, params.user_id, body.role)) }),
   );
 
   api.route(
@@ -79,6 +79,6 @@ export function channelRoutes(api: Api, { db }: AppDeps): void {
       description: `${rolesNote} 404 when the user has no role on the channel. Answers the removed role.`,
       errors: { 403: 'Not a manager of the channel' },
     },
-    async ({ params, auth }) => ({ member: await db.transaction((trx) => revokeRole(trx, auth, params.id, params.user_id)) }),
+    async ({ params, auth }) => ({ member: await db.transaction((trx) => revokeRole(trx, auth.access, params.id, params.user_id)) }),
   );
 }

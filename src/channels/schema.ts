@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { countryInput, filterInput, requiredText } from '../http/validate.js';
-import { id, timestamp } from '../http/schemas.js';
+import { countryInput, enumFilter, filterInput, requiredText } from '../schema/input.js';
+import { currency, id, timestamp } from '../schema/output.js';
 
 export const channelTypes = ['web', 'marketplace', 'retail', 'wholesale', 'b2b'] as const;
 export const channelOwnerships = ['owned', 'third_party'] as const;
@@ -34,10 +34,6 @@ export const createChannelBody = z.object({
 export const updateChannelBody = z.object({ name: requiredText(200).optional(), ...fields });
 export type ChannelChanges = z.output<typeof updateChannelBody>;
 
-/** An enum list filter: exact match, empty ignored, anything else must be one of the values (422 naming the filter). */
-const enumFilter = <T extends readonly [string, ...string[]]>(values: T, description: string) =>
-  filterInput.pipe(oneOf(values).optional()).meta({ type: 'string', enum: [...values], description });
-
 export const listChannelsQuery = z.object({
   type: enumFilter(channelTypes, 'Exact match'),
   ownership: enumFilter(channelOwnerships, 'Exact match'),
@@ -58,10 +54,10 @@ export const channelOut = z.object({
   ownership: z.enum(channelOwnerships),
   status: z.enum(channelStatuses),
   country: z.string().nullable(),
-  currency: z.string().nullable(),
+  currency: currency.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'Channel' });
 
 export const memberOut = z.object({
   channel_id: id,
@@ -69,4 +65,4 @@ export const memberOut = z.object({
   role: z.enum(channelRoles),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'ChannelMember' });

@@ -1,16 +1,19 @@
+import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereExact, whereSearch } from '../db/scoped.js';
-import { jsonPages } from '../db/pages.js';
-import { givenFields } from '../http/validate.js';
+import { jsonPages, type JsonPage } from '../db/pages.js';
+import { givenFields } from '../db/fields.js';
 import { Conflict, NotFound } from '../errors.js';
-import type { Principal } from '../http/auth.js';
 import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
 import type { ChannelChanges } from './schema.js';
 
-/** The API shape of a channel, built in SQL so lists and single reads agree to the byte. */
+/**
+ * The API shape of a channel, built in SQL as compact JSON (row_to_json: no spaces, what
+ * JSON.stringify makes of it) so that lists and single reads agree to the byte.
+ */
 export const channelJson = (c = 'c') =>
-  `json_build_object('id', ${c}.id, 'name', ${c}.name, 'type', ${c}.type, 'ownership', ${c}.ownership, 'status', ${c}.status, ` +
-  `'country', ${c}.country, 'currency', ${c}.currency, 'created_at', iso_time(${c}.created_at), 'updated_at', iso_time(${c}.updated_at))`;
+  `(select row_to_json(r) from (select ${c}.id as id, ${c}.name as name, ${c}.type as type, ${c}.ownership as ownership, ${c}.status as status, ` +
+  `${c}.country as country, ${c}.currency as currency, iso_time(${c}.created_at) as created_at, iso_time(${c}.updated_at) as updated_at) r)`;
 
 /** The API shape of a channel role. */
 export const memberJson = (m = 'm') =>
@@ -36,19 +39,19 @@ async function loadChannel(db: Db, workspaceId: number, id: number): Promise<Cha
 }
 
 /** 404 for a channel outside the workspace comes first, then 403 without the needed role. */
-async function assertChannel(db: Db, auth: Principal, id: number, need: 'manage', lock?: 'share' | 'update'): Promise<void> {
-  const query = scoped(db, 'channels', auth.workspace.id).where({ id });
+async function assertChannel(db: Db, access: Access, id: number, need: 'manage', lock?: 'share' | 'update'): Promise<void> {
+  const query = scoped(db, 'channels', access.workspaceId).where({ id });
   if (lock === 'share') query.forShare();
   if (lock === 'update') query.forUpdate();
   if (!(await query.first('id'))) throw new NotFound('Channel not found.');
-  await assertChannelAccess(db, auth, id, need);
+  await assertChannelAccess(db, access, id, need);
 }
 
 /** One channel the caller may read (any role; owners all), with the roles granted on it. */
-export async function getChannel(db: Db, auth: Principal, id: number): Promise<{ channel: ChannelJson; members: MemberJson[] }> {
-  const channel = await loadChannel(db, auth.workspace.id, id);
-  await assertChannelAccess(db, auth, id, 'read');
-  const members = await scoped(db, 'channel_members as m', auth.workspace.id).where('m.channel_id', id).orderBy('m.user_id').select(db.raw(`${memberJson()} as json`));
+export async function getChannel(db: Db, access: Access, id: number): Promise<{ channel: ChannelJson; members: MemberJson[] }> {
+  const channel = await loadChannel(db, access.workspaceId, id);
+  await assertChannelAccess(db, access, id, 'read');
+  const members = await scoped(db, 'channel_members as m', access.workspaceId).where('m.channel_id', id).orderBy('m.user_id').select(db.raw(`${memberJson()} as json`));
   return { channel, members: members.map((m: { json: MemberJson }) => m.json) };
 }
 
@@ -61,29 +64,29 @@ export interface ChannelFilters {
 }
 
 /** The channels the caller may read (owners: all; members: those they have a role on), filtered, as JSON pages. */
-export function listChannels(db: Db, auth: Principal, filters: ChannelFilters): AsyncGenerator<string> {
+export function listChannels(db: Db, access: Access, filters: ChannelFilters): AsyncGenerator<JsonPage> {
   const filtered = () => {
-    const query = whereReadable(scoped(db, 'channels as c', auth.workspace.id), db, auth, 'c.id');
+    const query = whereReadable(scoped(db, 'channels as c', access.workspaceId), db, access, 'c.id');
     whereExact(query, { 'c.type': filters.type, 'c.ownership': filters.ownership, 'c.status': filters.status, 'c.country': filters.country });
     return whereSearch(query, ['c.name'], filters.q);
   };
   return jsonPages(db, filtered, 'c.id', channelJson());
 }
 
-/** Owner only (checked by the route's auth kind). */
-export async function createChannel(trx: Db, workspaceId: number, input: ChannelChanges & { name: string }): Promise<ChannelJson> {
-  const [row] = await trx('channels').insert({ workspace_id: workspaceId, ...givenFields(input, editable) }).returning('id');
-  return loadChannel(trx, workspaceId, row.id);
+/** Owner only (checked by the route's access kind). */
+export async function createChannel(trx: Db, access: Access, input: ChannelChanges & { name: string }): Promise<ChannelJson> {
+  const [row] = await trx('channels').insert({ workspace_id: access.workspaceId, ...givenFields(input, editable) }).returning('id');
+  return loadChannel(trx, access.workspaceId, row.id);
 }
 
 /** Partial update; needs the manager role on the channel (owners always may). */
-export async function updateChannel(trx: Db, auth: Principal, id: number, input: ChannelChanges): Promise<ChannelJson> {
-  await assertChannel(trx, auth, id, 'manage', 'update');
+export async function updateChannel(trx: Db, access: Access, id: number, input: ChannelChanges): Promise<ChannelJson> {
+  await assertChannel(trx, access, id, 'manage', 'update');
   const changes = givenFields(input, editable);
   if (Object.keys(changes).length > 0) {
-    await scoped(trx, 'channels', auth.workspace.id).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
+    await scoped(trx, 'channels', access.workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
   }
-  return loadChannel(trx, auth.workspace.id, id);
+  return loadChannel(trx, access.workspaceId, id);
 }
 
 export interface Dependents {
@@ -94,23 +97,23 @@ export interface Dependents {
 const dependentTables = ['quotes', 'orders'] as const;
 
 /**
- * Owner only (checked by the route's auth kind). A channel that quotes or orders reference is
+ * Owner only (checked by the route's access kind). A channel that quotes or orders reference is
  * never deleted (the foreign keys restrict): 409 with their counts. Its roles go with it.
  * The row lock taken first makes the count reliable: a concurrent insert of a quote or order
  * naming the channel waits for this transaction.
  */
-export async function deleteChannel(trx: Db, workspaceId: number, id: number): Promise<ChannelJson> {
-  const locked = await scoped(trx, 'channels', workspaceId).where({ id }).forUpdate().first('id');
+export async function deleteChannel(trx: Db, access: Access, id: number): Promise<ChannelJson> {
+  const locked = await scoped(trx, 'channels', access.workspaceId).where({ id }).forUpdate().first('id');
   if (!locked) throw new NotFound('Channel not found.');
-  const channel = await loadChannel(trx, workspaceId, id);
-  const dependents: Dependents = await countReferences(trx, workspaceId, dependentTables, 'channel_id', id);
+  const channel = await loadChannel(trx, access.workspaceId, id);
+  const dependents: Dependents = await countReferences(trx, access.workspaceId, dependentTables, 'channel_id', id);
   if (Object.values(dependents).some((n) => n > 0)) {
     throw new Conflict(
       `This channel is used by ${dependents.quotes} quote(s) and ${dependents.orders} order(s) and cannot be deleted; archive it instead (status archived).`,
       { dependents },
     );
   }
-  await scoped(trx, 'channels', workspaceId).where({ id }).delete();
+  await scoped(trx, 'channels', access.workspaceId).where({ id }).delete();
   return channel;
 }
 
@@ -129,9 +132,9 @@ async function memberRow(db: Db, workspaceId: number, channelId: number, userId:
  * Needs the manager role on the channel (owners always may). Granting a role to an owner is
  * stored but grants nothing more, since owners see every channel.
  */
-export async function grantRole(trx: Db, auth: Principal, channelId: number, userId: number, role: ChannelRole): Promise<MemberJson> {
-  const workspaceId = auth.workspace.id;
-  await assertChannel(trx, auth, channelId, 'manage', 'share');
+export async function grantRole(trx: Db, access: Access, channelId: number, userId: number, role: ChannelRole): Promise<MemberJson> {
+  const workspaceId = access.workspaceId;
+  await assertChannel(trx, access, channelId, 'manage', 'share');
   await assertWorkspaceUser(trx, workspaceId, userId);
   await trx.raw(
     `insert into channel_members (channel_id, user_id, workspace_id, role) values (?, ?, ?, ?)
@@ -143,9 +146,9 @@ export async function grantRole(trx: Db, auth: Principal, channelId: number, use
 }
 
 /** Removes the user's role on the channel; 404 when they had none. Needs the manager role (owners always may). */
-export async function revokeRole(trx: Db, auth: Principal, channelId: number, userId: number): Promise<MemberJson> {
-  const workspaceId = auth.workspace.id;
-  await assertChannel(trx, auth, channelId, 'manage');
+export async function revokeRole(trx: Db, access: Access, channelId: number, userId: number): Promise<MemberJson> {
+  const workspaceId = access.workspaceId;
+  await assertChannel(trx, access, channelId, 'manage');
   await assertWorkspaceUser(trx, workspaceId, userId);
   const member = await memberRow(trx, workspaceId, channelId, userId);
   if (!member) throw new NotFound(`User ${userId} has no role on channel ${channelId}.`);

@@ -1,12 +1,62 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
+import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { openDatabase, type Database } from '../db/database.js';
+import { openDatabase, type Database, type PostgresOptions } from '../db/database.js';
 import { migrateLatest, migrationStatus } from '../db/migrations.js';
 import { log, setLogLevel } from '../log.js';
 
+/**
+ * A command run inside `quoting serve` for another process (through the control socket of the
+ * embedded database): the server's open database, and the caller's environment and directory.
+ * Carried by AsyncLocalStorage so that commands read it through the same three functions
+ * (commandConfig, withDatabase, commandPath) whether they run alone or in the server, and
+ * several callers can be served at once.
+ */
+export interface ServedCommand {
+  database: Database;
+  /** The caller's settings (its env file already applied, DATA_DIR absolute). */
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  serverPid: number;
+}
+
+const served = new AsyncLocalStorage<ServedCommand>();
+
+export function runServed<T>(context: ServedCommand, fn: () => Promise<T>): Promise<T> {
+  return served.run(context, fn);
+}
+
+/** Set while the command runs inside `quoting serve` for another process. */
+export function servedCommand(): ServedCommand | undefined {
+  return served.getStore();
+}
+
+/** The environment a command reads: its own process's, or its caller's when served. */
+export function commandEnv(): NodeJS.ProcessEnv {
+  return served.getStore()?.env ?? process.env;
+}
+
+/** A path the operator typed, resolved against the directory the command was typed in. */
+export function commandPath(file: string): string {
+  return path.resolve(served.getStore()?.cwd ?? process.cwd(), file);
+}
+
 /** Loads the env file (if any) and the configuration, once per command. */
 export function commandConfig(opts: Record<string, unknown>): Config {
+  const context = served.getStore();
+  // The caller applied its env file before sending its environment; the log level is the server's.
+  if (context) return loadConfig(context.env);
+  loadEnvFile(opts);
+  const config = loadConfig();
+  setLogLevel(config.LOG_LEVEL);
+  return config;
+}
+
+/** Reads `--env-file` (or QUOTING_ENV_FILE) into process.env; returns its path, if any. Served commands got theirs applied by the caller. */
+export function loadEnvFile(opts: Record<string, unknown>): string | undefined {
+  if (served.getStore()) return undefined;
   const envFile = (opts.envFile as string | undefined) ?? process.env.QUOTING_ENV_FILE;
   if (envFile) {
     // Read here rather than by process.loadEnvFile, which on Node 20 exits the process when the file is missing.
@@ -19,18 +69,25 @@ export function commandConfig(opts: Record<string, unknown>): Config {
     // The real environment (and flags such as serve --port) wins over the file, as with node --env-file.
     for (const [key, value] of Object.entries(parseEnv(text))) process.env[key] ??= value;
   }
-  const config = loadConfig();
-  setLogLevel(config.LOG_LEVEL);
-  return config;
+  return envFile;
 }
 
-/** `needsSchema`: the command reads or writes tables, so the schema must be up to date first (see ensureSchema). */
+/**
+ * `needsSchema`: the command reads or writes tables, so the schema must be up to date first (see ensureSchema).
+ * `pool`: PostgreSQL settings for this command's connections; the pool holds at most DATABASE_POOL_MAX, else
+ * `pool.poolMax`, else 2 (a one-shot command runs one statement at a time).
+ * Inside `quoting serve` the command gets the server's open database (migrated when it started) and
+ * must not close it.
+ */
 export async function withDatabase<T>(
   config: Config,
   fn: (database: Database) => Promise<T>,
-  options: { needsSchema?: boolean } = {},
+  options: { needsSchema?: boolean; pool?: PostgresOptions } = {},
 ): Promise<T> {
-  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolMax: 2 });
+  const context = served.getStore();
+  if (context) return fn(context.database);
+  const poolMax = config.DATABASE_POOL_MAX ?? options.pool?.poolMax ?? 2;
+  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, ...options.pool, poolMax });
   try {
     if (options.needsSchema) await ensureSchema(database, false);
     return await fn(database);

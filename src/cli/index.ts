@@ -1,45 +1,74 @@
 import fs from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { processIo, type CommandIo } from './io.js';
+
+type Opts = Record<string, unknown>;
 
 /**
- * The `quoting` program. Only commander is loaded up front; each command loads its own
- * modules when it runs, so `quoting --help` stays fast.
+ * The `quoting` program, writing through `io`. Only commander is loaded up front; each command
+ * loads its own modules when it runs, so `quoting --help` stays fast.
  */
-export function buildProgram(): Command {
+export function buildProgram(io: CommandIo, args: string[] = []): Command {
   const program = new Command('quoting')
     .description('Quotes, orders, customers, products and sales channels: a self-hosted, multi-tenant service.')
     .version(packageVersion(), '-V, --version')
     .addOption(new Option('--env-file <path>', 'read settings from this env file first (also QUOTING_ENV_FILE)'))
     .showSuggestionAfterError()
     .exitOverride()
-    // One line per error: commander puts "(Did you mean …?)" on a line of its own.
-    .configureOutput({ outputError: (text, write) => write(text.trim().replace(/\s*\n\s*/g, ' ') + " (see 'quoting --help')\n") });
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+      getOutHelpWidth: () => io.stdout.columns ?? 80,
+      getErrHelpWidth: () => io.stdout.columns ?? 80,
+      // One line per error: commander puts "(Did you mean …?)" on a line of its own.
+      outputError: (text, write) => write(text.trim().replace(/\s*\n\s*/g, ' ') + " (see 'quoting --help')\n"),
+    });
+  const run = runner(io, args);
 
   program
     .command('serve')
     .description('start the HTTP API (embedded database: applies pending migrations itself)')
-    .option('-p, --port <port>', 'port to listen on (default: PORT or 3000)')
+    .addOption(new Option('-p, --port <port>', 'port to listen on (default: PORT or 3000)').argParser(portNumber))
     .option('-H, --host <host>', 'address to bind (default: HOST or 127.0.0.1)')
     .option('--migrate', 'on PostgreSQL, apply pending migrations before starting')
-    .action(run(async (opts) => (await import('./serve.js')).serve(opts)));
+    .action(run(async (opts, io) => (await import('./serve.js')).serve(opts, io), { here: true }));
 
   program
     .command('migrate')
     .description('apply pending database migrations')
     .option('--status', 'list applied and pending migrations without applying anything')
-    .action(run(async (opts) => (await import('./migrate.js')).migrate(opts)));
+    .action(run(async (opts, io) => (await import('./migrate.js')).migrate(opts, io)));
 
   program
     .command('rotate-keys')
     .description("issue a new public/secret key pair for a workspace (prints it once; the old keys stop working)")
     .requiredOption('--workspace <slug>', 'the workspace slug')
-    .action(run(async (opts) => (await import('./workspace.js')).rotateKeysCommand(opts)));
+    .action(run(async (opts, io) => (await import('./workspace.js')).rotateKeysCommand(opts, io)));
 
   program
     .command('worker')
     .description('deliver due webhooks: one batch (for cron), or --watch to keep delivering')
     .option('--watch', 'keep running; pick up new deliveries as they are queued')
-    .action(run(async (opts) => (await import('./webhooks.js')).workerCommand(opts)));
+    .action(run(async (opts, io) => (await import('./webhooks.js')).workerCommand(opts, io)));
+
+  program
+    .command('doctor')
+    .description('check the installation: each check prints ok, warn or fail with its fix (exit 1 on a fail)')
+    .option('--json', 'print the findings as JSON')
+    .action(run(async (opts, io) => (await import('./doctor.js')).doctorCommand(opts, io)));
+
+  program
+    .command('backup')
+    .description('write a consistent copy of the database to a file (embedded: a data-directory dump; PostgreSQL: pg_dump)')
+    .requiredOption('--out <file>', 'the backup file to write')
+    .action(run(async (opts, io) => (await import('./backup.js')).backupCommand(opts, io)));
+
+  program
+    .command('restore')
+    .description('restore a backup made by `quoting backup` into an empty database')
+    .argument('<file>', 'the backup file')
+    .option('--force', 'replace a database that already holds data')
+    .action(run(async (opts, io, [file]) => (await import('./backup.js')).restoreCommand(file as string, opts, io)));
 
   const webhooks = program.command('webhooks').description('manage webhook deliveries');
   webhooks
@@ -50,7 +79,26 @@ export function buildProgram(): Command {
     .option('--status <status>', 'dead or failed')
     .option('--since <iso-date>', 'only deliveries created at or after this time')
     .option('--subscription <id>', 'only deliveries of this subscription')
-    .action(async (ids: string[], _opts: unknown, command: Command) => (await import('./webhooks.js')).resendCommand(ids, command.optsWithGlobals()));
+    .action(
+      run(async (opts, io, [ids]) => (await import('./webhooks.js')).resendCommand(ids as string[], opts, io), {
+        usage: ([ids], opts) => {
+          const given = (ids as string[]).length > 0;
+          if (!given && !(opts.workspace && opts.status)) return 'give delivery ids, or --workspace <slug> with --status dead|failed';
+          if (given && (opts.status || opts.since || opts.subscription)) return 'give either delivery ids or --status/--since/--subscription, not both';
+        },
+      }),
+    );
+
+  program
+    .command('import')
+    .description('import products or orders from a CSV file into a workspace (- reads standard input)')
+    .addArgument(new Argument('<kind>', 'what the file holds').choices(['products', 'orders']))
+    .argument('<file>', 'the CSV file, or - for standard input')
+    .requiredOption('--workspace <slug>', 'the workspace slug')
+    .option('--dry-run', 'validate and report what the import would do; write nothing')
+    .addOption(new Option('--on-error <mode>', 'skip: apply the good rows; abort: write nothing if any row fails').choices(['skip', 'abort']).default('skip'))
+    .option('--json', 'print the report (data.import) as JSON')
+    .action(run(async (opts, io, [kind, file]) => (await import('./import.js')).importCommand(kind as 'products' | 'orders', file as string, opts, io)));
 
   const workspace = program.command('workspace').description('manage workspaces');
   workspace
@@ -60,7 +108,15 @@ export function buildProgram(): Command {
     .requiredOption('--owner-email <email>', "owner's email address")
     .option('--password <password>', "owner's password (at least 10 characters; generated when omitted)")
     .option('--slug <slug>', 'workspace slug (derived from the name when omitted)')
-    .action(run(async (opts) => (await import('./workspace.js')).createWorkspaceCommand(opts)));
+    .action(run(async (opts, io) => (await import('./workspace.js')).createWorkspaceCommand(opts, io)));
+
+  const user = program.command('user').description('manage user accounts');
+  user
+    .command('set-password')
+    .description("set a user's password (generated and printed when omitted); signs the user out everywhere")
+    .requiredOption('--email <email>', "the user's email address")
+    .option('--password <password>', "the new password (at least 10 characters); '-' reads it from stdin")
+    .action(run(async (opts, io) => (await import('./user.js')).setPasswordCommand(opts, io)));
 
   return program;
 }
@@ -71,38 +127,82 @@ function packageVersion(): string {
   return manifest.version;
 }
 
-type Action = (opts: Record<string, unknown>) => Promise<void>;
-
-function run(action: Action) {
-  return async (...args: unknown[]) => {
-    const command = args[args.length - 1] as Command;
-    await action(command.optsWithGlobals());
-  };
+function portNumber(value: string): number {
+  if (!/^\d{1,5}$/.test(value.trim()) || Number(value) > 65535) throw new InvalidArgumentError('expects a port number (0-65535).');
+  return Number(value);
 }
 
-export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
-  try {
-    await program.parseAsync(argv);
-  } catch (err) {
-    process.exitCode = exitCodeFor(err);
+type Action = (opts: Opts, io: CommandIo, args: unknown[]) => Promise<void>;
+
+interface RunOptions {
+  /** Runs in this process only (serve): never sent to a running server, refused inside one. */
+  here?: boolean;
+  /** A usage error found after commander's own checks (exit 2), before anything is sent or opened. */
+  usage?: (args: unknown[], opts: Opts) => string | undefined;
+}
+
+/** The command's exit code when a running server ran it for us (its output has been copied already). */
+class ServedExit extends Error {
+  constructor(readonly code: number) {
+    super(`exit ${code}`);
   }
 }
 
-function exitCodeFor(err: unknown): number {
+/**
+ * Wraps a command's action. Every command runs through here, so that on the embedded database a
+ * command that needs it runs inside `quoting serve` when one holds DATA_DIR (see ./forward.ts):
+ * commander has parsed the arguments by then, so usage errors are the caller's own.
+ */
+function runner(io: CommandIo, args: string[]) {
+  return (action: Action, options: RunOptions = {}) =>
+    async (...params: unknown[]) => {
+      const command = params[params.length - 1] as Command;
+      const positional = params.slice(0, -2);
+      const opts = command.optsWithGlobals();
+      const usage = options.usage?.(positional, opts);
+      if (usage) command.error(`error: ${usage}`, { exitCode: 2, code: 'quoting.usage' });
+      const { servedCommand } = await import('./context.js');
+      if (options.here && servedCommand()) {
+        throw new Error(`'quoting ${command.name()}' cannot run inside the server (process ${servedCommand()!.serverPid}) that already holds this DATA_DIR`);
+      }
+      if (!options.here && !servedCommand()) {
+        const code = await (await import('./forward.js')).forwardToServer(opts, io, args);
+        if (code !== null) throw new ServedExit(code);
+      }
+      await action(opts, io, positional);
+    };
+}
+
+/** Runs `quoting <args>` with `io` and returns the exit code: 0 ok, 1 failure (one `error:` line), 2 usage. */
+export async function runProgram(args: string[], io: CommandIo): Promise<number> {
+  try {
+    await buildProgram(io, args).parseAsync(args, { from: 'user' });
+    return 0;
+  } catch (err) {
+    return await exitCodeFor(err, io);
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  process.exitCode = await runProgram(argv.slice(2), processIo());
+}
+
+async function exitCodeFor(err: unknown, io: CommandIo): Promise<number> {
+  if (err instanceof ServedExit) return err.code;
   if (err instanceof CommanderError) {
     // commander already printed its message; help and version are not failures, but help shown
     // because a command is incomplete (`quoting workspace`) is a usage error like the others.
     return err.exitCode === 0 ? 0 : 2;
   }
-  process.stderr.write(`error: ${describe(err)}\n`);
+  const { commandEnv } = await import('./context.js');
+  io.stderr.write(`error: ${describe(err, commandEnv().LOG_LEVEL === 'debug')}\n`);
   return 1;
 }
 
 /** One readable line; the stack only with LOG_LEVEL=debug. */
-function describe(err: unknown): string {
+function describe(err: unknown, debug: boolean): string {
   const e = err as { code?: string; message?: string; stack?: string };
-  if (process.env.LOG_LEVEL === 'debug' && e.stack) return e.stack;
+  if (debug && e.stack) return e.stack;
   const message = (e.message ?? String(err)).split('\n')[0];
   if (e.code === 'ECONNREFUSED' || /ECONNREFUSED/.test(message)) return `cannot reach the database (${message}); check DATABASE_URL`;
   return message;

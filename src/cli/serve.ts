@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { serveCommands } from '../db/control-socket.js';
 import { openDatabase } from '../db/database.js';
 import { createApp } from '../http/app.js';
 import { createMailer } from '../mail/mailer.js';
@@ -6,14 +7,18 @@ import { log } from '../log.js';
 import { listenForAuthChanges, SessionCache } from '../auth/session-cache.js';
 import { scheduleDeliveries } from '../webhooks/run.js';
 import { workerSettings } from '../webhooks/worker.js';
-import { commandConfig, ensureSchema } from './context.js';
+import { keepPurgingTracking } from '../tracking/retention.js';
+import { commandConfig, ensureSchema, runServed } from './context.js';
+import { runProgram } from './index.js';
+import { say, type CommandIo } from './io.js';
 
-export async function serve(opts: Record<string, unknown>): Promise<void> {
+export async function serve(opts: Record<string, unknown>, io: CommandIo): Promise<void> {
   // Set in the real environment (not a copy assigned to process.env), so an env file loaded next still reaches it.
   if (opts.port !== undefined) process.env.PORT = String(opts.port);
   if (opts.host !== undefined) process.env.HOST = String(opts.host);
   const config = commandConfig(opts);
-  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+  // Ten connections by default: a request holds one for its transaction; see "Scaling" in README.md for sizing.
+  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolMax: config.DATABASE_POOL_MAX ?? 10 });
   try {
     await ensureSchema(database, Boolean(opts.migrate));
   } catch (err) {
@@ -29,28 +34,47 @@ export async function serve(opts: Record<string, unknown>): Promise<void> {
     await database.close();
     throw new Error(err.code === 'EADDRINUSE' ? `port ${config.PORT} on ${config.HOST} is already in use; set PORT or pass --port` : err.message);
   });
-  // Other processes on the same PostgreSQL (more servers, the CLI) announce auth changes by NOTIFY.
+  // Auth changes made elsewhere are announced by NOTIFY: on PostgreSQL by other processes (more
+  // servers, the CLI); on the embedded database by the commands this process runs for the CLI.
   // Started once the port is ours (before any request is read), so a failed start leaves no connection open.
-  const stopListening = database.kind === 'postgres' ? listenForAuthChanges(database, sessionCache) : async () => {};
+  const stopListening = listenForAuthChanges(database, sessionCache);
   // On PostgreSQL, `quoting worker` (cron or --watch) delivers webhooks; on the embedded database only this process can.
   const stopDeliveries = database.kind === 'pglite' ? await scheduleDeliveries(database, workerSettings(config)) : async () => {};
+  // Likewise the purge of expired tracking events (on PostgreSQL, each `quoting worker` run purges).
+  const stopPurging = new AbortController();
+  const purging = database.kind === 'pglite' ? keepPurgingTracking(database.knex, config, stopPurging.signal) : Promise.resolve();
+  // The embedded database admits no other process: the other commands run here, sent through DATA_DIR/quoting.sock.
+  const stopCommands =
+    database.kind === 'pglite'
+      ? await serveCommands(config.DATA_DIR, (request, streams) =>
+          runServed({ database, env: request.env, cwd: request.cwd, serverPid: process.pid }, () => runProgram(request.argv, streams)),
+        ).catch((err: Error) => {
+          log.warn('the control socket could not be opened; other commands on this DATA_DIR will be refused', { error: err.message });
+          return async () => {};
+        })
+      : async () => {};
   server.keepAliveTimeout = 65_000;
+  // An import's upload is read at the pace of the import (streamed, not buffered), so a request may last as long
+  // as a product import's window: Node's default of 5 minutes would cut a slow one short with a 408.
+  server.requestTimeout = (config.IMPORT_WINDOW_SECONDS + 120) * 1000;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const where = database.kind === 'pglite' ? `embedded PGlite in ${config.DATA_DIR}` : 'PostgreSQL';
-  console.log(`Quoting listening on http://${config.HOST}:${port} (database: ${where}); API document at ${config.APP_URL}/api/v1/openapi.json`);
+  say(io.stdout, `Quoting listening on http://${config.HOST}:${port} (database: ${where}); API document at ${config.APP_URL}/api/v1/openapi.json`);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info('stopping', { signal });
-    // Let requests in flight finish (up to 10 s) before the database goes away under them.
+    // Let requests and commands in flight finish (up to 10 s) before the database goes away under them.
     const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
-    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+    await Promise.all([Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]), stopCommands(10_000)]);
     mailer?.close();
     await stopDeliveries();
+    stopPurging.abort();
+    await purging;
     await stopListening();
     await database.close();
     process.exit(0);

@@ -1,15 +1,17 @@
 import { randomToken } from '../auth/crypto.js';
 import { createUser } from '../auth/service.js';
-import { emailInput, parseInput, passwordInput } from '../http/validate.js';
+import { emailInput, passwordInput } from '../schema/input.js';
+import { parseInput } from '../schema/parse.js';
 import { createWorkspaceBody } from '../workspaces/schema.js';
 import { createWorkspace, findWorkspaceBySlug, rotateKeys } from '../workspaces/service.js';
 import { authChanged } from '../auth/session-cache.js';
 import { commandConfig, withDatabase } from './context.js';
+import { say, type CommandIo } from './io.js';
 
 /** The options named as the operator typed them, so a 422-style message names the flag. */
 const createWorkspaceOptions = createWorkspaceBody.extend({ 'owner-email': emailInput, password: passwordInput.optional() });
 
-export async function createWorkspaceCommand(opts: Record<string, unknown>): Promise<void> {
+export async function createWorkspaceCommand(opts: Record<string, unknown>, io: CommandIo): Promise<void> {
   const config = commandConfig(opts);
   const input = parseInput(createWorkspaceOptions, { name: opts.name, slug: opts.slug, 'owner-email': opts.ownerEmail, password: opts.password });
   const { name, slug } = input;
@@ -23,14 +25,14 @@ export async function createWorkspaceCommand(opts: Record<string, unknown>): Pro
     }),
     { needsSchema: true },
   );
-  console.log(`Workspace "${workspace.name}" created (slug ${workspace.slug}, status ${workspace.status}).`);
-  console.log(`Owner:      ${email}`);
-  if (generated) console.log(`Password:   ${password}   (generated: sign in and change it)`);
-  console.log(`Public key: ${keys.public_key}`);
-  console.log(`Secret key: ${keys.secret_key}   (shown once: store it now)`);
+  say(io.stdout, `Workspace "${workspace.name}" created (slug ${workspace.slug}, status ${workspace.status}).`);
+  say(io.stdout, `Owner:      ${email}`);
+  if (generated) say(io.stdout, `Password:   ${password}   (generated: change it with 'quoting user set-password' or POST /api/v1/auth/password)`);
+  say(io.stdout, `Public key: ${keys.public_key}`);
+  say(io.stdout, `Secret key: ${keys.secret_key}   (shown once: store it now)`);
 }
 
-export async function rotateKeysCommand(opts: Record<string, unknown>): Promise<void> {
+export async function rotateKeysCommand(opts: Record<string, unknown>, io: CommandIo): Promise<void> {
   const config = commandConfig(opts);
   const slug = String(opts.workspace);
   const keys = await withDatabase(config, async ({ knex }) => {
@@ -40,7 +42,7 @@ export async function rotateKeysCommand(opts: Record<string, unknown>): Promise<
     await authChanged(knex, null, { workspaceId: workspace.id }); // running servers drop cached sessions showing the old public key
     return keys;
   }, { needsSchema: true });
-  console.log(`New keys for ${slug}; the old public and secret keys no longer work.`);
-  console.log(`Public key: ${keys.public_key}`);
-  console.log(`Secret key: ${keys.secret_key}   (shown once: store it now)`);
+  say(io.stdout, `New keys for ${slug}; the old public and secret keys no longer work.`);
+  say(io.stdout, `Public key: ${keys.public_key}`);
+  say(io.stdout, `Secret key: ${keys.secret_key}   (shown once: store it now)`);
 }

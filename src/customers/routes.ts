@@ -10,12 +10,12 @@ export function customerRoutes(api: Api, { db }: AppDeps): void {
 
   api.route(
     {
-      method: 'post', path: '/customers', tag, auth: 'session', status: 201, body: createCustomerBody, response: one,
+      method: 'post', path: '/customers', tag, auth: 'session', status: 201, alsoOk: 'A customer with this email existed: updated', body: createCustomerBody, response: one,
       summary: 'Create a customer, or update the one with the same email (201 created, 200 updated)',
       description: 'An upsert by (workspace, email): given fields overwrite, omitted ones keep their value. Emits customer.created or customer.updated.',
     },
     async ({ body, auth }) => {
-      const { customer, created } = await db.transaction((trx) => upsertCustomer(trx, auth.workspace.id, body));
+      const { customer, created } = await db.transaction((trx) => upsertCustomer(trx, auth.access, body));
       return reply(created ? 201 : 200, { customer });
     },
   );
@@ -25,12 +25,12 @@ export function customerRoutes(api: Api, { db }: AppDeps): void {
       method: 'get', path: '/customers', tag, auth: 'session', query: listCustomersQuery, response: z.object({ customers: z.array(customerOut) }),
       summary: 'Every customer of the workspace (unpaginated), optionally filtered by q',
     },
-    async ({ query, auth }) => jsonList('customers', listCustomers(db, auth.workspace.id, query)),
+    async ({ query, auth }) => jsonList('customers', listCustomers(db, auth.access, query)),
   );
 
   api.route(
     { method: 'get', path: '/customers/{id}', tag, auth: 'session', response: one, summary: 'One customer' },
-    async ({ params, auth }) => ({ customer: await getCustomer(db, auth.workspace.id, params.id) }),
+    async ({ params, auth }) => ({ customer: await getCustomer(db, auth.access, params.id) }),
   );
 
   api.route(
@@ -39,7 +39,7 @@ export function customerRoutes(api: Api, { db }: AppDeps): void {
       summary: 'Change a customer (partial: omitted fields keep their value); emits customer.updated',
       errors: { 409: 'Another customer has that email' },
     },
-    async ({ params, body, auth }) => ({ customer: await db.transaction((trx) => updateCustomer(trx, auth.workspace.id, params.id, body)) }),
+    async ({ params, body, auth }) => ({ customer: await db.transaction((trx) => updateCustomer(trx, auth.access, params.id, body)) }),
   );
 
   api.route(
@@ -50,7 +50,7 @@ export function customerRoutes(api: Api, { db }: AppDeps): void {
       errors: { 409: 'The customer has dependents (data.dependents has their counts)' },
     },
     async ({ params, query, auth }) => ({
-      customer: await db.transaction((trx) => deleteCustomer(trx, auth.workspace.id, params.id, query.cascade ?? false)),
+      customer: await db.transaction((trx) => deleteCustomer(trx, auth.access, params.id, query.cascade ?? false)),
     }),
   );
 }

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { booleanInput, countryInput, emailInput, filterInput, optionalText } from '../http/validate.js';
-import { id, timestamp } from '../http/schemas.js';
+import { booleanInput, countryInput, emailInput, filterInput, optionalLine, optionalText } from '../schema/input.js';
+import { id, timestamp } from '../schema/output.js';
 
 const fields = {
-  name: optionalText(200),
-  company: optionalText(200),
-  phone: optionalText(50),
+  name: optionalLine(200),
+  company: optionalLine(200),
+  phone: optionalLine(50),
   country: countryInput,
   notes: optionalText(10_000),
 };
@@ -27,4 +27,4 @@ export const customerOut = z.object({
   notes: z.string().nullable(),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'Customer' });

@@ -1,29 +1,32 @@
+import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereSearch } from '../db/scoped.js';
-import { jsonPages } from '../db/pages.js';
-import { givenFields } from '../http/validate.js';
+import { jsonPages, type JsonPage } from '../db/pages.js';
+import { givenFields } from '../db/fields.js';
 import { Conflict, NotFound } from '../errors.js';
-import { emit } from '../events/emit.js';
+import { emit } from '../events/outbox.js';
+import { eraseVisitorEvents } from '../tracking/erase.js';
 import type { CustomerChanges } from './schema.js';
 
-/** The API shape of a customer, built in SQL so lists, single reads and events agree to the byte. */
-export const customerJson = (c = 'c') =>
-  `json_build_object('id', ${c}.id, 'email', ${c}.email, 'name', ${c}.name, 'company', ${c}.company, 'phone', ${c}.phone, ` +
-  `'country', ${c}.country, 'notes', ${c}.notes, 'created_at', iso_time(${c}.created_at), 'updated_at', iso_time(${c}.updated_at))`;
+/**
+ * The API shape of a customer: the compact JSON text the row keeps (`api_json`, rendered by a trigger
+ * on every write; see migrations/20261123120000_stored_json.ts), as json so pg hands back an object.
+ */
+export const customerJson = (c = 'c') => `${c}.api_json::json`;
 
 export type CustomerJson = Record<string, unknown> & { id: number; email: string };
 
 const editable = ['email', 'name', 'company', 'phone', 'country', 'notes'] as const;
 
-export async function getCustomer(db: Db, workspaceId: number, id: number): Promise<CustomerJson> {
-  const row = await scoped(db, 'customers as c', workspaceId).where('c.id', id).first(db.raw(`${customerJson()} as json`));
+export async function getCustomer(db: Db, access: Access, id: number): Promise<CustomerJson> {
+  const row = await scoped(db, 'customers as c', access.workspaceId).where('c.id', id).first(db.raw(`${customerJson()} as json`));
   if (!row) throw new NotFound('Customer not found.');
   return row.json;
 }
 
 /** The filtered list, by id, as JSON pages rendered by the database. */
-export function listCustomers(db: Db, workspaceId: number, filters: { q?: string }): AsyncGenerator<string> {
-  return jsonPages(db, () => whereSearch(scoped(db, 'customers as c', workspaceId), ['c.name', 'c.email', 'c.company'], filters.q), 'c.id', customerJson());
+export function listCustomers(db: Db, access: Access, filters: { q?: string }): AsyncGenerator<JsonPage> {
+  return jsonPages(db, () => whereSearch(scoped(db, 'customers as c', access.workspaceId), ['c.name', 'c.email', 'c.company'], filters.q), 'c.id', 'c.api_json');
 }
 
 /**
@@ -32,7 +35,7 @@ export function listCustomers(db: Db, workspaceId: number, filters: { q?: string
  */
 export async function upsertCustomer(
   trx: Db,
-  workspaceId: number,
+  access: Access,
   input: CustomerChanges & { email: string },
 ): Promise<{ customer: CustomerJson; created: boolean }> {
   const changes = givenFields(input, editable);
@@ -41,25 +44,25 @@ export async function upsertCustomer(
     `insert into customers (workspace_id, ${Object.keys(changes).join(', ')}) values (?, ${Object.keys(changes).map(() => '?').join(', ')})
      on conflict (workspace_id, email) do update set ${[...updates.map((key) => `${key} = excluded.${key}`), 'updated_at = now()'].join(', ')}
      returning id, (xmax = 0) as created`,
-    [workspaceId, ...(Object.values(changes) as (string | null)[])],
+    [access.workspaceId, ...(Object.values(changes) as (string | null)[])],
   );
-  const customer = await getCustomer(trx, workspaceId, rows[0].id);
+  const customer = await getCustomer(trx, access, rows[0].id);
   const created = Boolean(rows[0].created);
-  await emit(trx, workspaceId, created ? 'customer.created' : 'customer.updated', { customer });
+  await emit(trx, access, created ? 'customer.created' : 'customer.updated', { customer });
   return { customer, created };
 }
 
-export async function updateCustomer(trx: Db, workspaceId: number, id: number, input: CustomerChanges): Promise<CustomerJson> {
+export async function updateCustomer(trx: Db, access: Access, id: number, input: CustomerChanges): Promise<CustomerJson> {
   const changes = givenFields(input, editable);
-  const existing = await scoped(trx, 'customers', workspaceId).where({ id }).forUpdate().first('id', 'email');
+  const existing = await scoped(trx, 'customers', access.workspaceId).where({ id }).forUpdate().first('id', 'email');
   if (!existing) throw new NotFound('Customer not found.');
-  if (Object.keys(changes).length === 0) return getCustomer(trx, workspaceId, id);
-  if (changes.email && changes.email !== existing.email && (await scoped(trx, 'customers', workspaceId).where({ email: changes.email }).first('id'))) {
+  if (Object.keys(changes).length === 0) return getCustomer(trx, access, id);
+  if (changes.email && changes.email !== existing.email && (await scoped(trx, 'customers', access.workspaceId).where({ email: changes.email }).first('id'))) {
     throw new Conflict(`Another customer already has the email ${changes.email}.`);
   }
-  await scoped(trx, 'customers', workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
-  const customer = await getCustomer(trx, workspaceId, id);
-  await emit(trx, workspaceId, 'customer.updated', { customer });
+  await scoped(trx, 'customers', access.workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
+  const customer = await getCustomer(trx, access, id);
+  await emit(trx, access, 'customer.updated', { customer });
   return customer;
 }
 
@@ -75,18 +78,19 @@ const dependentTables = ['quotes', 'orders', 'visitors'] as const;
  * The cascade rule: with dependents and no `cascade`, 409 with their counts; with `cascade`, the
  * dependents go too, in the caller's transaction. Returns the snapshot taken before removal.
  */
-export async function deleteCustomer(trx: Db, workspaceId: number, id: number, cascade: boolean): Promise<CustomerJson> {
-  const locked = await scoped(trx, 'customers', workspaceId).where({ id }).forUpdate().first('id');
+export async function deleteCustomer(trx: Db, access: Access, id: number, cascade: boolean): Promise<CustomerJson> {
+  const locked = await scoped(trx, 'customers', access.workspaceId).where({ id }).forUpdate().first('id');
   if (!locked) throw new NotFound('Customer not found.');
-  const customer = await getCustomer(trx, workspaceId, id);
-  const dependents: Dependents = await countReferences(trx, workspaceId, dependentTables, 'customer_id', id);
+  const customer = await getCustomer(trx, access, id);
+  const dependents: Dependents = await countReferences(trx, access.workspaceId, dependentTables, 'customer_id', id);
   if (Object.values(dependents).some((n) => n > 0)) {
     if (!cascade) {
       throw new Conflict('This customer has quotes, orders or visitors; delete again with cascade=1 to delete them too.', { dependents });
     }
-    for (const table of dependentTables) await scoped(trx, table, workspaceId).where({ customer_id: id }).delete();
+    await eraseVisitorEvents(trx, access, id);
+    for (const table of dependentTables) await scoped(trx, table, access.workspaceId).where({ customer_id: id }).delete();
   }
-  await scoped(trx, 'customers', workspaceId).where({ id }).delete();
-  await emit(trx, workspaceId, 'customer.deleted', { customer });
+  await scoped(trx, 'customers', access.workspaceId).where({ id }).delete();
+  await emit(trx, access, 'customer.deleted', { customer });
   return customer;
 }

@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { log } from '../log.js';
+import { controlSocketPath } from './control-socket.js';
+import { startPgliteThread } from './pglite-thread.js';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -13,12 +15,16 @@ export interface Database {
    * `onState(false)` says notifications may be missed until `onState(true)`; returns the way to stop.
    */
   listen(channel: string, onMessage: (payload: string) => void, onState?: (up: boolean) => void): () => Promise<void>;
+  /** The embedded database only: a consistent copy of its data directory (a gzipped tar), taken between queries. */
+  dumpDataDir?: () => Promise<Blob>;
   close(): Promise<void>;
 }
 
 /** knex's own messages go through our logger: one line, no stack. */
 const knexLog = {
-  warn: (message: unknown) => log.warn(`knex: ${firstLine(message)}`),
+  // A failed connect is also thrown to the caller, which reports it (the CLI's one error line, a 503 and its log
+  // entry): a warning as well would only say it twice.
+  warn: (message: unknown) => (/^Acquire connection error/.test(String(message)) ? log.debug : log.warn)(`knex: ${firstLine(message)}`),
   error: (message: unknown) => log.error(`knex: ${firstLine(message)}`),
   deprecate: (message: unknown) => log.debug(`knex: ${firstLine(message)}`),
   debug: (message: unknown) => log.debug(`knex: ${firstLine(message)}`),
@@ -31,17 +37,39 @@ function firstLine(message: unknown): string {
 
 export class DataDirInUse extends Error {}
 
+export interface PostgresOptions {
+  /** Connections this process opens at most (opened as needed, closed after 30 s idle). */
+  poolMax?: number;
+  /**
+   * Commits of this pool return before their WAL is flushed (`synchronous_commit = off` for its sessions). Only
+   * for writes that PostgreSQL losing the last few hundred milliseconds of after a crash may undo harmlessly:
+   * the delivery worker's (see src/webhooks/worker.ts).
+   */
+  asyncCommit?: boolean;
+}
+
 /** PostgreSQL when a URL is given, otherwise the embedded PGlite in `dataDir`. */
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string; poolMax?: number }): Promise<Database> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolMax);
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string } & PostgresOptions): Promise<Database> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
   return openEmbedded(options.dataDir);
 }
 
-export function openPostgres(connectionString: string, poolMax = 10): Database {
+/** `options` as a number is the pool size alone (the tests' and benchmarks' short form). */
+export function openPostgres(connectionString: string, options: PostgresOptions | number = {}): Database {
+  const { poolMax = 10, asyncCommit = false } = typeof options === 'number' ? { poolMax: options } : options;
   const knex = knexFactory({
     client: 'pg',
     connection: { connectionString, application_name: 'quoting' },
-    pool: { min: 0, max: poolMax },
+    pool: {
+      min: 0,
+      max: poolMax,
+      ...(asyncCommit
+        ? {
+            afterCreate: (connection: import('pg').Client, done: (err: Error | null, connection: import('pg').Client) => void) =>
+              void connection.query('set synchronous_commit = off').then(() => done(null, connection), (err: Error) => done(err, connection)),
+          }
+        : {}),
+    },
     acquireConnectionTimeout: 10_000,
     log: knexLog,
   });
@@ -86,9 +114,10 @@ interface ClosablePglite {
   closed: boolean;
   close(): Promise<void>;
   listen(channel: string, callback: (payload: string) => void): Promise<() => Promise<void>>;
+  dumpDataDir(compression?: 'auto' | 'gzip' | 'none'): Promise<Blob>;
 }
 
-/** Wraps a PGlite instance (in memory or on disk) in knex. */
+/** Wraps a PGlite instance (in memory or on disk, in this thread or its own: pglite-thread.ts) in knex. */
 export async function openPglite(pglite: ClosablePglite, onClose: () => void = () => {}): Promise<Database> {
   const { default: ClientPgLite } = await import('knex-pglite');
   const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: () => ({ pglite }) as object, log: knexLog });
@@ -102,6 +131,7 @@ export async function openPglite(pglite: ClosablePglite, onClose: () => void = (
         if (!pglite.closed) await unlisten?.();
       };
     },
+    dumpDataDir: () => pglite.dumpDataDir('gzip'),
     close: async () => {
       try {
         await knex.destroy();
@@ -116,12 +146,12 @@ export async function openPglite(pglite: ClosablePglite, onClose: () => void = (
 
 async function openEmbedded(dataDir: string): Promise<Database> {
   const dir = path.resolve(dataDir);
-  fs.mkdirSync(dir, { recursive: true });
+  // Owner only: the database files, and the control socket that runs commands on them (control-socket.ts).
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const release = lockDataDir(dir);
   try {
-    const { PGlite } = await import('@electric-sql/pglite');
-    const pglite = new PGlite(path.join(dir, 'pglite'));
-    await pglite.waitReady;
+    // Its own thread: a long query would otherwise hold every other request for its duration.
+    const pglite = await startPgliteThread({ dataDir: path.join(dir, 'pglite') });
     return await openPglite(pglite, release);
   } catch (err) {
     release();
@@ -136,7 +166,7 @@ const heldHere = new Set<string>();
  * PGlite is single-process: a second process on the same files would corrupt them.
  * The lock file names its holder so the operator knows what to stop.
  */
-function lockDataDir(dir: string): () => void {
+export function lockDataDir(dir: string): () => void {
   const lockPath = path.join(dir, 'quoting.lock');
   const holder = `${process.pid} ${process.argv.slice(2).join(' ') || 'quoting'}`.trim();
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -156,19 +186,41 @@ function lockDataDir(dir: string): () => void {
       return release;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const [pidText, ...command] = fs.readFileSync(lockPath, 'utf8').split(' ');
-      const pid = Number(pidText);
-      // In a container restarted after a crash, the new process often gets the dead one's pid (1).
-      if (pid === process.pid ? heldHere.has(lockPath) : isAlive(pid)) {
+      const owner = lockHolder(lockPath);
+      if (owner) {
+        const serving = fs.existsSync(controlSocketPath(dir));
         throw new DataDirInUse(
-          `The embedded database in ${dir} is in use by process ${pid} (quoting ${command.join(' ')}). ` +
-            `Stop that process first, or set DATABASE_URL to use PostgreSQL, which allows several processes. Lock file: ${lockPath}`,
+          `The embedded database in ${dir} is in use by process ${owner.pid} (quoting ${owner.command}). ` +
+            (serving
+              ? 'It serves the other quoting commands itself, but not a second server: stop it first, or set DATABASE_URL to use PostgreSQL, which allows several servers.'
+              : `That process does not take commands through ${controlSocketPath(dir)} (it is not 'quoting serve', or an older version): ` +
+                'wait for it to finish or stop it, then run this again; or set DATABASE_URL to use PostgreSQL, which allows several processes.') +
+            ` Lock file: ${lockPath}`,
         );
       }
-      fs.unlinkSync(lockPath); // left behind by a process that died
+      fs.rmSync(lockPath, { force: true }); // left behind by a process that died
     }
   }
   throw new DataDirInUse(`Could not lock the embedded database in ${dir}.`);
+}
+
+/** The live process holding the embedded database in `dataDir`, if any. */
+export function dataDirHolder(dataDir: string): { pid: number; command: string } | null {
+  return lockHolder(path.join(path.resolve(dataDir), 'quoting.lock'));
+}
+
+function lockHolder(lockPath: string): { pid: number; command: string } | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(lockPath, 'utf8');
+  } catch {
+    return null;
+  }
+  const [pidText, ...command] = text.split(' ');
+  const pid = Number(pidText);
+  // In a container restarted after a crash, the new process often gets the dead one's pid (1).
+  const alive = pid === process.pid ? heldHere.has(lockPath) : isAlive(pid);
+  return alive ? { pid, command: command.join(' ') } : null;
 }
 
 function isAlive(pid: number): boolean {

@@ -1,10 +1,12 @@
-import { Readable } from 'node:stream';
+import { Readable, pipeline } from 'node:stream';
+import zlib from 'node:zlib';
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { BadRequest } from '../errors.js';
-import { parseInput } from './validate.js';
+import { parseInput } from '../schema/parse.js';
 import type { AuthKind, Principal } from './auth.js';
+import { responseProblems } from './check.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -22,9 +24,16 @@ export interface RouteDef<B extends z.ZodType, Q extends z.ZodType> {
   response: z.ZodType;
   /** Success status; a handler may answer another one with `reply()`. */
   status?: number;
+  /** An upsert (status 201): what its 200, with the same response schema, means, e.g. an existing record matched. */
+  alsoOk?: string;
   /** Other documented statuses, beyond the ones the auth kind implies. */
   errors?: Partial<Record<number, string>>;
   description?: string;
+  /**
+   * A file upload (the imports): besides the JSON body, the request may be `multipart/form-data` with
+   * the file in this field, or the raw file as `text/csv`; the route reads either as a stream.
+   */
+  upload?: { field: string };
   /** One of the spec's CORS endpoints: `Access-Control-Allow-Origin: *` on every answer, and preflights answered 204. */
   cors?: boolean;
 }
@@ -47,21 +56,32 @@ export class Reply {
 /** Answers with a status other than the route's default, e.g. 201 for a created record. */
 export const reply = (status: number, data: Record<string, unknown>) => new Reply(status, data);
 
+/** A page of a streamed list: comma-separated JSON values, as text or UTF-8 bytes (see db/pages.ts). */
+type Page = string | Buffer;
+
 /** A list streamed as `data.<key>`: pages of comma-separated JSON values (see db/pages.ts). */
 export class JsonList {
   constructor(
     readonly key: string,
-    readonly pages: AsyncIterable<string>,
+    readonly pages: AsyncIterable<Page>,
   ) {}
 }
 
-export const jsonList = (key: string, pages: AsyncIterable<string>) => new JsonList(key, pages);
+export const jsonList = (key: string, pages: AsyncIterable<Page>) => new JsonList(key, pages);
 
-async function* listBody(key: string, first: IteratorResult<string>, rest: AsyncIterator<string>): AsyncGenerator<string> {
+/**
+ * The envelope around the pages. The next page is asked for as soon as the current one is in hand, so its
+ * query runs while the current one is written (the stream's own read-ahead would stop at the comma, a chunk of
+ * its own so that no page is copied to prefix it). At most the page being written and the next are held.
+ */
+async function* listBody(key: string, first: IteratorResult<Page>, rest: AsyncIterator<Page>): AsyncGenerator<Page> {
   yield `{"version":"v1","data":{${JSON.stringify(key)}:[`;
-  if (!first.done) {
-    yield first.value;
-    for (let next = await rest.next(); !next.done; next = await rest.next()) yield `,${next.value}`;
+  for (let current = first; !current.done; ) {
+    const next = rest.next();
+    next.catch(() => {}); // handled where it is awaited; not an unhandled rejection while this page is written
+    yield current.value;
+    current = await next;
+    if (!current.done) yield ',';
   }
   yield ']}}';
 }
@@ -74,19 +94,57 @@ const empty = z.object({});
  * The versioned JSON API: one definition per endpoint drives routing, authentication,
  * validation, the response envelope and the OpenAPI document.
  */
-export class Api {
-  readonly router = new Router({ prefix: '/api/v1' });
-  readonly routes: RouteDef<z.ZodType, z.ZodType>[] = [];
+export interface ApiOptions {
+  /**
+   * Tests only: every success answer is checked against the route's response schema (strictly:
+   * undeclared keys count) and its documented statuses. A mismatch is passed here and, for a
+   * single record, answered 500; a streamed list is cut short at the page that failed.
+   */
+  checkResponses?: (problem: string) => void;
+}
 
-  constructor(private readonly authenticate: (ctx: Context, kind: AuthKind) => Promise<Principal>) {}
+export class Api {
+  readonly routes: RouteDef<z.ZodType, z.ZodType>[] = [];
+  /**
+   * One router per area, the path's first segment (`/quotes/…` → `quotes`): @koa/router tests every
+   * route's pattern on every request, so a request is matched against its area's few routes, not all of them.
+   */
+  private readonly areas = new Map<string, Router>();
+
+  constructor(
+    private readonly authenticate: (ctx: Context, kind: AuthKind) => Promise<Principal>,
+    private readonly options: ApiOptions = {},
+  ) {}
+
+  /** The router of the area `path` (under /api/v1) belongs to; for the few answers outside the route table. */
+  routerFor(path: string): Router {
+    const area = areaOf(path) ?? '';
+    let router = this.areas.get(area);
+    if (!router) this.areas.set(area, (router = new Router({ prefix: '/api/v1' })));
+    return router;
+  }
+
+  /** Dispatches a request under /api/v1 to its area's router; anything else goes on down the stack. */
+  middleware(): Middleware {
+    const dispatchers = new Map<string, Middleware>();
+    return (ctx, next) => {
+      const area = API_AREA.exec(ctx.path)?.[1].toLowerCase();
+      const router = area === undefined ? undefined : this.areas.get(area);
+      if (!router) return next();
+      let dispatch = dispatchers.get(area!);
+      if (!dispatch) dispatchers.set(area!, (dispatch = router.routes() as unknown as Middleware));
+      return dispatch(ctx, next);
+    };
+  }
 
   route<B extends z.ZodType = typeof empty, Q extends z.ZodType = typeof empty>(def: RouteDef<B, Q>, handler: Handler<B, Q>): void {
     this.routes.push(def as unknown as RouteDef<z.ZodType, z.ZodType>);
+    const router = this.routerFor(def.path);
     const koaPath = def.path.replace(/\{(\w+)\}/g, ':$1');
     const methods = Array.isArray(def.method) ? def.method : [def.method];
     if (def.cors) {
       const allowed = [...methods.map((m) => m.toUpperCase()), 'OPTIONS'].join(', ');
-      this.router.options(koaPath, (ctx: Context) => {
+      router.options(koaPath, (ctx: Context) => {
         ctx.set('Access-Control-Allow-Origin', '*');
         ctx.set('Access-Control-Allow-Methods', allowed);
         ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type');
@@ -95,28 +153,82 @@ export class Api {
       });
     }
     for (const method of methods) {
-      this.router[method](koaPath, async (ctx: Context) => {
+      router[method](koaPath, async (ctx: Context) => {
         if (def.cors) ctx.set('Access-Control-Allow-Origin', '*');
         const auth = await this.authenticate(ctx, def.auth);
         const params = parseIds(ctx.params as Record<string, string>);
         const body = def.body ? parseInput(def.body, ctx.request.body ?? {}) : {};
         const query = def.query ? parseInput(def.query, ctx.query) : {};
         const result = await handler({ ctx, body, query, params, auth } as HandlerInput<B, Q>);
+        const check = this.options.checkResponses && contractCheck(this.options.checkResponses, def, `${method.toUpperCase()} ${def.path}`);
         if (result instanceof JsonList) {
           // The first page is read before anything is sent, so a failure there is still a JSON error answer.
-          const pages = result.pages[Symbol.asyncIterator]();
+          const pages = check ? check.pages(result)[Symbol.asyncIterator]() : result.pages[Symbol.asyncIterator]();
           const first = await pages.next();
           ctx.status = def.status ?? 200;
           ctx.type = 'application/json';
-          ctx.body = Readable.from(listBody(result.key, first, pages));
+          // One page buffered ahead at most (Readable.from would read 16 ahead: 16 pages of up to ~7 MB).
+          ctx.body = compressed(ctx, Readable.from(listBody(result.key, first, pages), { highWaterMark: 1 }));
           return;
         }
         const { status, data } = result instanceof Reply ? result : { status: def.status ?? 200, data: result };
+        check?.data(status, data);
         ctx.status = status;
-        ctx.body = { version: 'v1', data };
+        // Serialised here, once: with an object body, koa-compress measures it (JSON.stringify) and koa
+        // serialises it again to send it. The header set directly skips koa's MIME lookup.
+        ctx.set('Content-Type', 'application/json; charset=utf-8');
+        ctx.body = JSON.stringify({ version: 'v1', data });
       });
     }
   }
+}
+
+/** Under /api/v1, the first segment, as the routers match it (case-insensitively). */
+const API_AREA = /^\/api\/v1\/([^/]+)/i;
+
+/** `/quotes/{id}/send` → `quotes`. */
+function areaOf(path: string): string | undefined {
+  return /^\/([^/]+)/.exec(path)?.[1].toLowerCase();
+}
+
+/**
+ * A streamed list, gzip- or br-compressed as it streams when the client accepts it (fast levels: lists
+ * are large and compressing them is CPU the event loop shares). Other answers are compressed by the
+ * app's koa-compress middleware, which leaves this one alone once Content-Encoding is set.
+ */
+function compressed(ctx: Context, body: Readable): Readable {
+  ctx.vary('Accept-Encoding');
+  const encoding = ctx.acceptsEncodings('br', 'gzip', 'identity');
+  if (encoding !== 'br' && encoding !== 'gzip') return body;
+  ctx.set('Content-Encoding', encoding);
+  const compressor =
+    encoding === 'br' ? zlib.createBrotliCompress({ params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 } }) : zlib.createGzip({ level: 1 });
+  // pipeline destroys both streams if either fails or the client goes away.
+  return pipeline(body, compressor, () => {});
+}
+
+/** The checks of `ApiOptions.checkResponses` for one request. */
+function contractCheck(report: (problem: string) => void, def: RouteDef<z.ZodType, z.ZodType>, route: string) {
+  const fail = (problem: string): never => {
+    const message = `${route}: the answer does not match its documented response: ${problem}`;
+    report(message);
+    throw new Error(message);
+  };
+  return {
+    data(status: number, data: unknown): void {
+      const documented = [def.status ?? 200, ...(def.alsoOk ? [200] : [])];
+      if (!documented.includes(status)) fail(`status ${status} is not documented (${documented.join(', ')})`);
+      const problem = responseProblems(def.response, data);
+      if (problem) fail(problem);
+    },
+    async *pages(list: JsonList): AsyncGenerator<Page> {
+      for await (const page of list.pages) {
+        const problem = responseProblems(def.response, { [list.key]: JSON.parse(`[${page}]`) });
+        if (problem) fail(problem);
+        yield page;
+      }
+    },
+  };
 }
 
 function parseIds(params: Record<string, string>): Record<string, number> {

@@ -4,9 +4,10 @@ import { Conflict, Forbidden, PaymentRequired, Unauthorized } from '../errors.js
 import { lockReason, type Role, type User, type Workspace } from '../workspaces/model.js';
 import { resolveSession, SESSION_COOKIE } from '../auth/sessions.js';
 import { findByPublicKey, findBySecretKey } from '../workspaces/service.js';
-import { safeEqual } from '../auth/crypto.js';
+import { safeEqual, sha256 } from '../auth/crypto.js';
 import type { Config } from '../config.js';
 import type { SessionCache } from '../auth/session-cache.js';
+import type { Access } from '../access.js';
 
 /**
  * How an endpoint is authenticated:
@@ -39,9 +40,31 @@ export class Principal {
     readonly sessionId: number | null = null,
     /** Which key authenticated the call, for key-authenticated endpoints. */
     readonly keyType: 'public' | 'secret' | null = null,
+    /** WEBHOOKS_ENABLED, carried into the access value services receive. */
+    private readonly events = true,
   ) {}
 
   static readonly anonymous = new Principal(null, null);
+
+  private _access?: Access;
+
+  /** The caller as services see it (409 without a workspace). */
+  get access(): Access {
+    if (this._access) return this._access;
+    const workspaceId = this.workspace.id;
+    const role = this._user?.role ?? null;
+    const via = this.keyType ?? 'session';
+    this._access = {
+      workspaceId,
+      userId: this._user?.id ?? null,
+      role,
+      via,
+      actor: via === 'session' ? 'user' : 'api',
+      channels: via === 'session' && role !== 'owner' ? 'roles' : 'all',
+      events: this.events,
+    };
+    return this._access;
+  }
 
   get user(): User {
     if (!this._user) throw new Unauthorized();
@@ -63,6 +86,7 @@ export class Principal {
 }
 
 export function authenticator(db: Knex, config: Config, sessionCache: SessionCache | null = null) {
+  const appOrigin = new URL(config.APP_URL).origin;
   return async function authenticate(ctx: Context, kind: AuthKind): Promise<Principal> {
     switch (kind) {
       case 'none':
@@ -71,9 +95,10 @@ export function authenticator(db: Knex, config: Config, sessionCache: SessionCac
       case 'session:user':
       case 'session':
       case 'session:owner': {
+        assertSameSite(ctx, appOrigin);
         const session = await resolveSession(db, ctx.cookies.get(SESSION_COOKIE), sessionCache ?? undefined);
         if (!session) throw new Unauthorized('Not signed in.');
-        const principal = new Principal(session.user, session.workspace, session.id);
+        const principal = new Principal(session.user, session.workspace, session.id, null, config.WEBHOOKS_ENABLED);
         if (kind === 'session:any') return principal;
         if (kind !== 'session:user' && !session.workspace) throw new Conflict('No workspace yet.');
         assertUnlocked(session.workspace);
@@ -84,18 +109,18 @@ export function authenticator(db: Knex, config: Config, sessionCache: SessionCac
       case 'public|query': {
         const key = credentialOf(ctx, 'Public') ?? (kind === 'public|query' && !ctx.get('authorization') ? queryKey(ctx) : undefined);
         if (!key) throw new Unauthorized('A public key is required: send "Authorization: Public <key>".');
-        return keyPrincipal(db, 'Public', key);
+        return keyPrincipal(db, config, 'Public', key, sessionCache);
       }
       case 'secret': {
         const key = credentialOf(ctx, 'Bearer');
         if (!key) throw new Unauthorized('A secret key is required: send "Authorization: Bearer <key>".');
-        return keyPrincipal(db, 'Bearer', key);
+        return keyPrincipal(db, config, 'Bearer', key);
       }
       case 'key': {
         const scheme = /^\s*public\b/i.test(ctx.get('authorization')) ? 'Public' : 'Bearer';
         const key = credentialOf(ctx, scheme);
         if (!key) throw new Unauthorized('A key is required: send "Authorization: Public <public key>" or "Authorization: Bearer <secret key>".');
-        return keyPrincipal(db, scheme, key);
+        return keyPrincipal(db, config, scheme, key, sessionCache);
       }
       case 'migrate':
         checkOpsCredential(config.MIGRATE_TOKEN, ctx.get('x-migrate-token') || queryString(ctx, 'token'), 'MIGRATE_TOKEN', 'migrate token');
@@ -108,14 +133,57 @@ export function authenticator(db: Knex, config: Config, sessionCache: SessionCac
 }
 
 /** `Public` takes only a pk_live_ key and `Bearer` only an sk_live_ key: mixing them up is 401. */
-async function keyPrincipal(db: Knex, scheme: 'Public' | 'Bearer', key: string): Promise<Principal> {
+async function keyPrincipal(db: Knex, config: Config, scheme: 'Public' | 'Bearer', key: string, cache: SessionCache | null = null): Promise<Principal> {
   const isPublic = scheme === 'Public';
   const workspace = isPublic
-    ? key.startsWith('pk_live_') ? await findByPublicKey(db, key) : null
+    ? key.startsWith('pk_live_') ? await workspaceOfPublicKey(db, key, cache) : null
     : key.startsWith('sk_live_') ? await findBySecretKey(db, key) : null;
   if (!workspace) throw new Unauthorized(isPublic ? 'Invalid public key.' : 'Invalid secret key.');
   assertUnlocked(workspace);
-  return new Principal(null, workspace, null, isPublic ? 'public' : 'secret');
+  return new Principal(null, workspace, null, isPublic ? 'public' : 'secret', config.WEBHOOKS_ENABLED);
+}
+
+/**
+ * The workspace of a public key: from the cache, or from the database (then cached). Every browser event
+ * carries the public key, so this spares ingest a round trip; a rotation, suspension or reactivation
+ * evicts the entry in every process (`authChanged`). The map is keyed by the key's hash, so looking a
+ * guess up compares no key text. Unknown keys are not cached: each costs its query, as before.
+ */
+async function workspaceOfPublicKey(db: Knex, key: string, cache: SessionCache | null): Promise<Workspace | null> {
+  if (!cache) return findByPublicKey(db, key);
+  const hash = sha256(key);
+  const cached = cache.workspaceOfKey(hash);
+  if (cached) return cached;
+  const readAt = cache.keyGeneration;
+  const workspace = await findByPublicKey(db, key);
+  if (workspace) cache.setWorkspaceOfKey(hash, workspace, readAt);
+  return workspace;
+}
+
+const unsafeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * SameSite=Lax keeps the session cookie off most cross-site POSTs, but not off those from a sibling
+ * subdomain (same site, another origin) or from browsers without SameSite; the browser names the asking
+ * page in Origin, so a change asked for by another origin is refused. No Origin (curl, backends) is
+ * allowed; so are the app's own origin (APP_URL) and the host the request was sent to.
+ */
+function assertSameSite(ctx: Context, appOrigin: string): void {
+  if (!unsafeMethods.has(ctx.method)) return;
+  const origin = ctx.get('origin');
+  if (!origin) return;
+  // "null" (sandboxed frames, privacy redirects) parses as no URL and names no site we know.
+  const given = parseUrl(origin);
+  if (given && (given.origin === appOrigin || given.host === parseUrl(`${ctx.protocol}://${ctx.host}`)?.host)) return;
+  throw new Forbidden('Cross-site request refused: the Origin header names another site.');
+}
+
+function parseUrl(text: string): URL | undefined {
+  try {
+    return new URL(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function assertUnlocked(workspace: Workspace | null): void {

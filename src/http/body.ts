@@ -26,10 +26,19 @@ const parser = koaBody({
  */
 export async function bodyParser(ctx: Context, next: Next): Promise<void> {
   if (ctx.method !== 'POST' && ctx.method !== 'PUT' && ctx.method !== 'PATCH') return next();
+  if (streamedUpload(ctx)) return next();
   await parser(ctx, async () => {
     (ctx.request as { body?: unknown }).body = normaliseBody(ctx);
     await next();
   });
+}
+
+/**
+ * An import's file (multipart or a raw CSV body, up to 20 MB) is read as a stream by its route
+ * (src/imports/routes.ts), never buffered whole here; its JSON form ({url}) is parsed as usual.
+ */
+function streamedUpload(ctx: Context): boolean {
+  return ctx.method === 'POST' && /^\/api\/v1\/(products|orders)\/import\/?$/.test(ctx.path) && !ctx.is('json', 'urlencoded');
 }
 
 function normaliseBody(ctx: Context): Record<string, unknown> {

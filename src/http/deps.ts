@@ -10,4 +10,6 @@ export interface AppDeps {
   mailer: Mailer | null;
   /** Resolved sessions; null disables caching (every request reads the database). */
   sessionCache: SessionCache | null;
+  /** Tests only: see `ApiOptions.checkResponses` in api.ts. */
+  checkResponses?: (problem: string) => void;
 }

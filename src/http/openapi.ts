@@ -4,9 +4,32 @@ import type { AuthKind } from './auth.js';
 
 type JsonSchema = Record<string, unknown>;
 
-function toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _omit, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-  return json;
+/**
+ * Named schemas (zod `.meta({ id })`, e.g. Quote) become `components.schemas` entries referenced by
+ * `$ref`, so generated clients get named types; everything else is inlined.
+ */
+class Components {
+  readonly schemas: Record<string, JsonSchema> = {};
+
+  toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const { $schema: _omit, $defs, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    for (const [id, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
+      const named = componentRefs(def) as JsonSchema;
+      const known = this.schemas[id];
+      if (known && JSON.stringify(known) !== JSON.stringify(named)) throw new Error(`Two different schemas are named ${id}.`);
+      this.schemas[id] = named;
+    }
+    return componentRefs(json) as JsonSchema;
+  }
+}
+
+/** `#/$defs/X` (one zod conversion's local definitions) → `#/components/schemas/X`. */
+function componentRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(componentRefs);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, v]) => [key, key === '$ref' && typeof v === 'string' ? v.replace(/^#\/\$defs\//, '#/components/schemas/') : componentRefs(v)]),
+  );
 }
 
 const security: Record<AuthKind, Record<string, string[]>[]> = {
@@ -41,6 +64,7 @@ const errorResponse = (description: string) => ({ description, content: { 'appli
 
 /** The OpenAPI 3.1 document of the JSON API, built from the same route definitions and zod schemas that serve it. */
 export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl: string): JsonSchema {
+  const components = new Components();
   const paths: Record<string, Record<string, unknown>> = {
     '/healthz': {
       get: {
@@ -66,8 +90,17 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
       required: true,
       schema: { type: 'integer', minimum: 1 },
     }));
-    const queryParams = route.query ? queryParameters(toSchema(route.query, 'input')) : [];
+    const queryParams = route.query ? queryParameters(components.toSchema(route.query, 'input')) : [];
     const status = route.status ?? 200;
+    const success = {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: { version: { const: 'v1' }, data: components.toSchema(route.response, 'output') },
+          required: ['version', 'data'],
+        },
+      },
+    };
     for (const method of methods) {
       const operation: Record<string, unknown> = {
         summary: route.summary,
@@ -77,18 +110,8 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
         security: security[route.auth],
         parameters: [...pathParams, ...queryParams],
         responses: {
-          [status]: {
-            description: 'Success',
-            content: {
-              'application/json': {
-                schema: {
-                  type: 'object',
-                  properties: { version: { const: 'v1' }, data: toSchema(route.response, 'output') },
-                  required: ['version', 'data'],
-                },
-              },
-            },
-          },
+          [status]: status === 204 ? { description: 'Done; no body' } : { description: status === 201 ? 'Created' : 'Success', content: success },
+          ...(route.alsoOk ? { 200: { description: route.alsoOk, content: success } } : {}),
           ...(pathParams.length ? { 400: errorResponse('Malformed id'), 404: errorResponse('Not found (also for a record of another workspace)') } : {}),
           ...Object.fromEntries(Object.entries({ ...authErrors[route.auth], ...(route.body ? { 422: 'Validation failed; the message names the field' } : {}), ...route.errors }).map(([code, text]) => [code, errorResponse(text!)])),
           500: errorResponse('Unexpected error (logged with a request id)'),
@@ -96,10 +119,20 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
         },
       };
       if (route.body) {
-        const schema = toSchema(route.body, 'input');
+        const schema = components.toSchema(route.body, 'input');
+        const content: Record<string, unknown> = route.upload
+          ? {
+              'multipart/form-data': {
+                schema: { type: 'object', properties: { [route.upload.field]: { type: 'string', format: 'binary' } }, required: [route.upload.field] },
+              },
+              'text/csv': { schema: { type: 'string' } },
+              'application/json': { schema },
+            }
+          : { 'application/json': { schema }, 'application/x-www-form-urlencoded': { schema } };
         operation.requestBody = {
-          required: true,
-          content: { 'application/json': { schema }, 'application/x-www-form-urlencoded': { schema } },
+          // A body whose fields are all optional (send's notify, rotate-secret's overlap_seconds) may be left out; an upload may not.
+          required: Boolean(route.upload) || ((schema.required ?? []) as string[]).length > 0 || schema.type !== 'object',
+          content,
         };
       }
       paths[path] = { ...paths[path], [method]: operation };
@@ -118,6 +151,7 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
     paths,
     components: {
       schemas: {
+        ...Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
         Error: {
           type: 'object',
           properties: { error: { type: 'string', description: 'Human-readable; display it as it stands' }, data: { type: 'object' } },

@@ -10,12 +10,12 @@ export function orderRoutes(api: Api, { db }: AppDeps): void {
 
   api.route(
     {
-      method: 'post', path: '/orders/external', tag, auth: 'secret', status: 201, body: externalOrderBody, response: full,
+      method: 'post', path: '/orders/external', tag, auth: 'secret', status: 201, alsoOk: 'An order with this (external_source, external_id) existed: updated, items replaced', body: externalOrderBody, response: full,
       summary: 'Create or update an order from a backend (secret key), by (external_source, external_id): 201 created, 200 updated',
       description: 'A match is updated and its items replaced; emits order.created or order.updated. Without a caller-supplied external_id a retry would duplicate, so external_id is required.',
     },
     async ({ body, auth }) => {
-      const { order, items, created } = await db.transaction((trx) => upsertExternalOrder(trx, auth, body));
+      const { order, items, created } = await db.transaction((trx) => upsertExternalOrder(trx, auth.access, body));
       return reply(created ? 201 : 200, { order, items });
     },
   );
@@ -25,21 +25,21 @@ export function orderRoutes(api: Api, { db }: AppDeps): void {
       method: 'get', path: '/orders', tag, auth: 'session', query: listOrdersQuery, response: z.object({ orders: z.array(orderOut) }),
       summary: 'The orders the caller may read (unpaginated, by id), filtered by status, channel_id, customer_id and q',
     },
-    async ({ query, auth }) => jsonList('orders', listOrders(db, auth, query)),
+    async ({ query, auth }) => jsonList('orders', listOrders(db, auth.access, query)),
   );
 
   api.route(
     { method: 'get', path: '/orders/{id}', tag, auth: 'session', response: full, summary: 'An order with its items' },
-    async ({ params, auth }) => getOrder(db, auth, params.id),
+    async ({ params, auth }) => getOrder(db, auth.access, params.id),
   );
 
   api.route(
     { method: ['patch', 'put'], path: '/orders/{id}', tag, auth: 'session', body: updateOrderBody, response: full, summary: 'Change status or notes; emits order.updated' },
-    async ({ params, body, auth }) => db.transaction((trx) => updateOrder(trx, auth, params.id, body)),
+    async ({ params, body, auth }) => db.transaction((trx) => updateOrder(trx, auth.access, params.id, body)),
   );
 
   api.route(
     { method: 'delete', path: '/orders/{id}', tag, auth: 'session', response: z.object({ order: orderOut }), summary: 'Delete an order; emits order.deleted with the snapshot' },
-    async ({ params, auth }) => ({ order: await db.transaction((trx) => deleteOrder(trx, auth, params.id)) }),
+    async ({ params, auth }) => ({ order: await db.transaction((trx) => deleteOrder(trx, auth.access, params.id)) }),
   );
 }

@@ -1,13 +1,12 @@
 import { z } from 'zod';
-import { currencyInput, emailInput, filterInput, idFilterInput, idInput, instantInput, moneyInput, optionalText, quantityInput, requiredText } from '../http/validate.js';
-import { id, timestamp } from '../http/schemas.js';
+import { currencyInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, instantInput, moneyInput, optionalLine, optionalText, quantityInput, requiredText } from '../schema/input.js';
+import { currency, id, money, quantity, timestamp } from '../schema/output.js';
 
 export const orderStatuses = ['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const;
 
-const money = z.string().regex(/^\d+\.\d{2}$/).describe('Money: decimal string with two decimals');
 
 export const itemInput = z.object({
-  sku: optionalText(100),
+  sku: optionalLine(100),
   description: optionalText(2000),
   quantity: quantityInput.refine((v) => v !== null, 'is required').optional().default('1'),
   price: moneyInput.refine((v) => v !== null, 'is required'),
@@ -19,10 +18,10 @@ export const externalOrderBody = z.object({
     .refine((v) => v !== 'quote', 'the source "quote" is reserved for orders converted from quotes')
     .default('api'),
   external_id: requiredText(200),
-  order_number: optionalText(100),
+  order_number: optionalLine(100),
   status: z.enum(orderStatuses, { error: `must be one of ${orderStatuses.join(', ')}` }).default('pending'),
   currency: currencyInput.default('USD'),
-  customer: z.object({ email: emailInput, name: optionalText(200) }).optional(),
+  customer: z.object({ email: emailInput, name: optionalLine(200) }).optional(),
   channel_id: idInput.optional(),
   placed_at: instantInput.optional(),
   notes: optionalText(10_000),
@@ -36,7 +35,7 @@ export const updateOrderBody = z.object({
 });
 
 export const listOrdersQuery = z.object({
-  status: filterInput.pipe(z.enum(orderStatuses, { error: `must be one of ${orderStatuses.join(', ')}` }).optional()),
+  status: enumFilter(orderStatuses),
   channel_id: idFilterInput,
   customer_id: idFilterInput,
   q: filterInput.describe('Case-insensitive substring of the order number, external id, customer name or customer email'),
@@ -48,7 +47,7 @@ export const orderOut = z.object({
   external_source: z.string(),
   external_id: z.string(),
   status: z.enum(orderStatuses),
-  currency: z.string(),
+  currency,
   subtotal: money,
   discount_amount: money,
   tax_amount: money,
@@ -60,16 +59,16 @@ export const orderOut = z.object({
   placed_at: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'Order' });
 
 export const itemOut = z.object({
   id,
   order_id: id,
   sku: z.string().nullable(),
   description: z.string().nullable(),
-  quantity: z.string(),
+  quantity,
   price: money,
   line_total: money,
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'OrderItem' });

@@ -1,11 +1,13 @@
+import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages } from '../db/pages.js';
+import { jsonPages, type JsonPage } from '../db/pages.js';
 import { scoped, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { givenFields, isNumericOverflow, lineTotalFits } from '../http/validate.js';
-import { emit } from '../events/emit.js';
+import { givenFields } from '../db/fields.js';
+import { isNumericOverflow } from '../db/errors.js';
+import { lineTotalFits } from '../money.js';
+import { emit } from '../events/outbox.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
-import type { Principal } from '../http/auth.js';
 import { upsertCustomer } from '../customers/service.js';
 import { lockedQuoteForUser, recordActivity } from '../quotes/service.js';
 import type { ExternalOrderInput, ItemInput } from './schema.js';
@@ -13,17 +15,19 @@ import type { ExternalOrderInput, ItemInput } from './schema.js';
 export type OrderJson = Record<string, unknown> & { id: number; channel_id: number | null };
 export type ItemJson = Record<string, unknown> & { id: number };
 
-export const orderJson = (o = 'o') =>
-  `json_build_object('id', ${o}.id, 'order_number', ${o}.order_number, 'external_source', ${o}.external_source, 'external_id', ${o}.external_id, ` +
-  `'status', ${o}.status, 'currency', ${o}.currency, 'subtotal', ${o}.subtotal::text, 'discount_amount', ${o}.discount_amount::text, ` +
-  `'tax_amount', ${o}.tax_amount::text, 'total', ${o}.total::text, 'customer_id', ${o}.customer_id, 'channel_id', ${o}.channel_id, ` +
-  `'quote_id', ${o}.quote_id, 'notes', ${o}.notes, 'placed_at', iso_time(${o}.placed_at), 'created_at', iso_time(${o}.created_at), ` +
-  `'updated_at', iso_time(${o}.updated_at))`;
+/** The order's stored API JSON (`api_json`, rendered by a trigger on every write), as json. */
+export const orderJson = (o = 'o') => `${o}.api_json::json`;
 
-const itemJson = (i = 'i') =>
-  `json_build_object('id', ${i}.id, 'order_id', ${i}.order_id, 'sku', ${i}.sku, 'description', ${i}.description, ` +
-  `'quantity', trim_scale(${i}.quantity)::text, 'price', ${i}.price::text, 'line_total', ${i}.line_total::text, ` +
-  `'created_at', iso_time(${i}.created_at), 'updated_at', iso_time(${i}.updated_at))`;
+const itemFields = (i: string): [string, string][] => [
+  ['id', `${i}.id`], ['order_id', `${i}.order_id`], ['sku', `${i}.sku`], ['description', `${i}.description`],
+  ['quantity', `trim_scale(${i}.quantity)::text`], ['price', `${i}.price::text`], ['line_total', `${i}.line_total::text`],
+  ['created_at', `iso_time(${i}.created_at)`], ['updated_at', `iso_time(${i}.updated_at)`],
+];
+
+export const itemJson = (i = 'i') => `json_build_object(${itemFields(i).map(([key, expr]) => `'${key}', ${expr}`).join(', ')})`;
+
+/** The same item as compact JSON text (row_to_json's output, what JSON.stringify prints): for bodies built in SQL. */
+export const itemJsonText = (i = 'i') => `row_to_json((select r from (select ${itemFields(i).map(([key, expr]) => `${expr} as "${key}"`).join(', ')}) r))::text`;
 
 async function orderById(db: Db, workspaceId: number, id: number): Promise<OrderJson> {
   const row = await scoped(db, 'orders as o', workspaceId).where('o.id', id).first(db.raw(`${orderJson()} as json`));
@@ -40,16 +44,16 @@ async function withItems(db: Db, workspaceId: number, id: number) {
   return { order: await orderById(db, workspaceId, id), items: await itemsOf(db, workspaceId, id) };
 }
 
-async function accessibleOrder(db: Db, auth: Principal, id: number, need: 'read' | 'write', lock = false): Promise<OrderJson> {
-  if (lock && !(await scoped(db, 'orders', auth.workspace.id).where({ id }).forUpdate().first('id'))) throw new NotFound('Order not found.');
-  const order = await orderById(db, auth.workspace.id, id);
-  await assertChannelAccess(db, auth, order.channel_id, need);
+async function accessibleOrder(db: Db, access: Access, id: number, need: 'read' | 'write', lock = false): Promise<OrderJson> {
+  if (lock && !(await scoped(db, 'orders', access.workspaceId).where({ id }).forUpdate().first('id'))) throw new NotFound('Order not found.');
+  const order = await orderById(db, access.workspaceId, id);
+  await assertChannelAccess(db, access, order.channel_id, need);
   return order;
 }
 
-export async function getOrder(db: Db, auth: Principal, id: number) {
-  await accessibleOrder(db, auth, id, 'read');
-  return withItems(db, auth.workspace.id, id);
+export async function getOrder(db: Db, access: Access, id: number) {
+  await accessibleOrder(db, access, id, 'read');
+  return withItems(db, access.workspaceId, id);
 }
 
 export interface OrderFilters {
@@ -60,31 +64,33 @@ export interface OrderFilters {
 }
 
 /** The orders the caller may read, filtered, by id, as JSON pages. */
-export function listOrders(db: Db, auth: Principal, filters: OrderFilters): AsyncGenerator<string> {
+export function listOrders(db: Db, access: Access, filters: OrderFilters): AsyncGenerator<JsonPage> {
   const filtered = () => {
-    const query = whereReadable(scoped(db, 'orders as o', auth.workspace.id), db, auth, 'o.channel_id').leftJoin('customers as c', 'c.id', 'o.customer_id');
+    const query = whereReadable(scoped(db, 'orders as o', access.workspaceId), db, access, 'o.channel_id');
+    // The customer is joined only to search its name and email.
+    if (filters.q) query.leftJoin('customers as c', 'c.id', 'o.customer_id');
     whereExact(query, { 'o.status': filters.status, 'o.channel_id': filters.channel_id, 'o.customer_id': filters.customer_id });
     return whereSearch(query, ['o.order_number', 'o.external_id', 'c.name', 'c.email'], filters.q);
   };
-  return jsonPages(db, filtered, 'o.id', orderJson());
+  return jsonPages(db, filtered, 'o.id', 'o.api_json');
 }
 
 /** Status and notes; `order.updated` with the order and its items. */
-export async function updateOrder(trx: Db, auth: Principal, id: number, changes: { status?: string; notes?: string | null }) {
-  await accessibleOrder(trx, auth, id, 'write', true);
+export async function updateOrder(trx: Db, access: Access, id: number, changes: { status?: string; notes?: string | null }) {
+  await accessibleOrder(trx, access, id, 'write', true);
   const given = givenFields(changes);
-  if (Object.keys(given).length === 0) return withItems(trx, auth.workspace.id, id);
-  await scoped(trx, 'orders', auth.workspace.id).where({ id }).update({ ...given, updated_at: trx.fn.now() });
-  const result = await withItems(trx, auth.workspace.id, id);
-  await emit(trx, auth.workspace.id, 'order.updated', result);
+  if (Object.keys(given).length === 0) return withItems(trx, access.workspaceId, id);
+  await scoped(trx, 'orders', access.workspaceId).where({ id }).update({ ...given, updated_at: trx.fn.now() });
+  const result = await withItems(trx, access.workspaceId, id);
+  await emit(trx, access, 'order.updated', result);
   return result;
 }
 
 /** Hard delete; `order.deleted` with the snapshot. */
-export async function deleteOrder(trx: Db, auth: Principal, id: number): Promise<OrderJson> {
-  const order = await accessibleOrder(trx, auth, id, 'write', true);
-  await scoped(trx, 'orders', auth.workspace.id).where({ id }).delete();
-  await emit(trx, auth.workspace.id, 'order.deleted', { order });
+export async function deleteOrder(trx: Db, access: Access, id: number): Promise<OrderJson> {
+  const order = await accessibleOrder(trx, access, id, 'write', true);
+  await scoped(trx, 'orders', access.workspaceId).where({ id }).delete();
+  await emit(trx, access, 'order.deleted', { order });
   return order;
 }
 
@@ -127,10 +133,10 @@ async function totalOrder(trx: Db, workspaceId: number, orderId: number): Promis
  * `POST /orders/external`: upsert by (workspace, external_source, external_id). A new order emits
  * `order.created`; a match is updated (its items replaced) and emits `order.updated`.
  */
-export async function upsertExternalOrder(trx: Db, auth: Principal, input: ExternalOrderInput) {
-  const workspaceId = auth.workspace.id;
+export async function upsertExternalOrder(trx: Db, access: Access, input: ExternalOrderInput) {
+  const workspaceId = access.workspaceId;
   await assertChannelExists(trx, workspaceId, input.channel_id);
-  const customer = input.customer ? (await upsertCustomer(trx, workspaceId, input.customer)).customer : null;
+  const customer = input.customer ? (await upsertCustomer(trx, access, input.customer)).customer : null;
   const values = {
     order_number: input.order_number ?? null,
     status: input.status,
@@ -152,7 +158,7 @@ export async function upsertExternalOrder(trx: Db, auth: Principal, input: Exter
   await replaceItems(trx, workspaceId, id, input.items);
   await totalOrder(trx, workspaceId, id);
   const result = await withItems(trx, workspaceId, id);
-  await emit(trx, workspaceId, created ? 'order.created' : 'order.updated', result);
+  await emit(trx, access, created ? 'order.created' : 'order.updated', result);
   return { ...result, created: Boolean(created) };
 }
 
@@ -160,9 +166,9 @@ export async function upsertExternalOrder(trx: Db, auth: Principal, input: Exter
  * Converts an accepted or paid quote into its order (external_id `quote:{id}`), once: a repeat,
  * also a concurrent one, returns the same order with `created: false`.
  */
-export async function convertQuote(trx: Db, auth: Principal, quoteId: number) {
-  const workspaceId = auth.workspace.id;
-  const quote = await lockedQuoteForUser(trx, auth, quoteId);
+export async function convertQuote(trx: Db, access: Access, quoteId: number) {
+  const workspaceId = access.workspaceId;
+  const quote = await lockedQuoteForUser(trx, access, quoteId);
   const externalId = `quote:${quote.id}`;
   const existing = await scoped(trx, 'orders', workspaceId).where({ external_source: 'quote', external_id: externalId }).first('id');
   if (existing) return { ...(await withItems(trx, workspaceId, existing.id)), created: false };
@@ -192,7 +198,7 @@ export async function convertQuote(trx: Db, auth: Principal, quoteId: number) {
   );
   await totalOrder(trx, workspaceId, row.id);
   const result = await withItems(trx, workspaceId, row.id);
-  await recordActivity(trx, workspaceId, quote.id, 'converted', auth.keyType === 'secret' ? 'api' : 'user', `Converted to order ${quote.quote_number} (id ${row.id}).`);
-  await emit(trx, workspaceId, 'order.created', result);
+  await recordActivity(trx, access, quote.id, 'converted', `Converted to order ${quote.quote_number} (id ${row.id}).`);
+  await emit(trx, access, 'order.created', result);
   return { ...result, created: true };
 }

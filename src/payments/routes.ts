@@ -4,10 +4,9 @@ import Stripe from 'stripe';
 import { z } from 'zod';
 import type { Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
-import type { Db } from '../db/database.js';
 import { BadRequest, HttpError } from '../errors.js';
 import { log } from '../log.js';
-import { quoteById, transition } from '../quotes/service.js';
+import { payableQuote, quoteForPayment, recordCheckoutSession, recordPayment } from '../quotes/public.js';
 import { callStripe, minorUnits, stripeClient, webhookSecret } from './stripe.js';
 
 /** The Stripe webhook under /api/v1. */
@@ -25,7 +24,7 @@ export function paymentRoutes(api: Api, { db, config }: AppDeps): void {
     },
     async ({ ctx }) => {
       const event = verifiedEvent(ctx, webhookSecret(config));
-      await handleEvent(db, event);
+      await handleEvent(db, event, config.WEBHOOKS_ENABLED);
       return { received: true };
     },
   );
@@ -39,17 +38,13 @@ export function paymentPageRouter({ db, config }: AppDeps): Router {
     const page = `${config.APP_URL}/q/${encodeURIComponent(token)}`;
     try {
       const stripe = stripeClient(config);
-      const found = await db('quotes').where({ public_token: token }).first('id', 'workspace_id');
-      if (!found) throw new HttpError(404, 'Quote not found.');
-      const quote = await quoteById(db, found.workspace_id, found.id);
-      if (quote.status !== 'accepted') {
-        ctx.redirect(page);
-        return;
-      }
+      const found = await payableQuote(db, token, { events: config.WEBHOOKS_ENABLED });
+      // Not accepted (yet, or any more): the page shows where the quote stands.
+      if (!found) return ctx.redirect(page);
+      const { quote, access } = found;
       const currency = String(quote.currency).toLowerCase();
       const unitAmount = minorUnits(String(quote.total), currency);
-      if (unitAmount <= 0) throw new HttpError(409, `Quote ${quote.quote_number} has nothing to pay.`);
-      const metadata = { quote_id: String(quote.id), workspace_id: String(found.workspace_id) };
+      const metadata = { quote_id: String(quote.id), workspace_id: String(access.workspaceId) };
       const params: Stripe.Checkout.SessionCreateParams = {
         mode: 'payment',
         line_items: [{ quantity: 1, price_data: { currency, unit_amount: unitAmount, product_data: { name: `Quote ${quote.quote_number}` } } }],
@@ -62,7 +57,7 @@ export function paymentPageRouter({ db, config }: AppDeps): Router {
       };
       const session = await callStripe('start the checkout', () => stripe.checkout.sessions.create(params));
       if (!session.url) throw new HttpError(502, 'The payment processor (Stripe) returned a checkout session without a payment page.');
-      await db('quotes').where({ id: quote.id, workspace_id: found.workspace_id }).update({ checkout_session_id: session.id });
+      await recordCheckoutSession(db, access, quote.id, session.id);
       ctx.redirect(session.url);
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
@@ -88,41 +83,17 @@ function verifiedEvent(ctx: Context, secret: string): Stripe.Event {
   }
 }
 
-async function handleEvent(db: AppDeps['db'], event: Stripe.Event): Promise<void> {
+async function handleEvent(db: AppDeps['db'], event: Stripe.Event, events: boolean): Promise<void> {
   if (event.type !== 'checkout.session.completed' && event.type !== 'checkout.session.async_payment_succeeded') return;
   const session = event.data.object;
   // A completed session can still wait for a delayed payment method; async_payment_succeeded follows then.
   if (event.type === 'checkout.session.completed' && session.payment_status === 'unpaid') return;
   await db.transaction(async (trx) => {
-    const quote = await quoteOfSession(trx, session);
-    const recorded = await trx('payment_events')
-      .insert({ id: event.id, workspace_id: quote?.workspaceId ?? null, type: event.type })
-      .onConflict('id')
-      .ignore()
-      .returning('id');
-    if (recorded.length === 0) return; // Stripe repeated an event already applied.
-    if (!quote) {
-      log.warn('stripe checkout for an unknown quote ignored', { event_id: event.id, session_id: session.id });
-      return;
-    }
-    const current = await quoteById(trx, quote.workspaceId, quote.id);
-    if (current.status === 'paid') return;
-    if (current.status !== 'accepted') {
-      log.warn('stripe payment for a quote that is not accepted', { event_id: event.id, quote_id: current.id, status: current.status });
-      return;
-    }
-    await transition(trx, quote.workspaceId, current, 'paid', 'system', `Quote ${current.quote_number} paid through Stripe (checkout session ${session.id}).`);
+    const quote = await quoteForPayment(trx, { quoteId: idOf(session.metadata?.quote_id), workspaceId: idOf(session.metadata?.workspace_id), checkoutSessionId: session.id });
+    const outcome = await recordPayment(trx, { eventId: event.id, eventType: event.type, quote, reference: `checkout session ${session.id}` }, { events });
+    if (outcome === 'unknown quote') log.warn('stripe checkout for an unknown quote ignored', { event_id: event.id, session_id: session.id });
+    if (outcome === 'not accepted') log.warn('stripe payment for a quote that is not accepted', { event_id: event.id, quote_id: quote?.id });
   });
-}
-
-/** The quote the session was created for, locked: by metadata, else by the stored checkout session id. */
-async function quoteOfSession(trx: Db, session: Stripe.Checkout.Session): Promise<{ id: number; workspaceId: number } | undefined> {
-  const quoteId = idOf(session.metadata?.quote_id);
-  const workspaceId = idOf(session.metadata?.workspace_id);
-  const query = trx('quotes').forUpdate().first('id', 'workspace_id');
-  const row: { id: number; workspace_id: number } | undefined =
-    quoteId && workspaceId ? await query.where({ id: quoteId, workspace_id: workspaceId }) : await query.where({ checkout_session_id: session.id });
-  return row ? { id: row.id, workspaceId: row.workspace_id } : undefined;
 }
 
 function idOf(value: string | undefined): number | undefined {

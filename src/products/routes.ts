@@ -21,7 +21,7 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
         'Two variants of the body with the same SKU are 422 naming the second (variants.N.sku).',
       errors: skuConflict,
     },
-    async ({ body, auth }) => ({ product: await db.transaction((trx) => createProduct(trx, auth.workspace.id, body)) }),
+    async ({ body, auth }) => ({ product: await db.transaction((trx) => createProduct(trx, auth.access, body)) }),
   );
 
   api.route(
@@ -30,12 +30,12 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
       summary: 'Every product of the workspace with its variants embedded (unpaginated, ordered by id), optionally filtered',
       description: 'type, status and brand are exact matches; q is a case-insensitive substring of the name, the SKU or any variant SKU (% and _ are literal). Empty values are ignored.',
     },
-    async ({ query, auth }) => jsonList('products', listProducts(db, auth.workspace.id, query)),
+    async ({ query, auth }) => jsonList('products', listProducts(db, auth.access, query)),
   );
 
   api.route(
     { method: 'get', path: '/products/{id}', tag, auth: 'session', response: one, summary: 'One product with its variants (ordered by id)' },
-    async ({ params, auth }) => ({ product: await getProduct(db, auth.workspace.id, params.id) }),
+    async ({ params, auth }) => ({ product: await getProduct(db, auth.access, params.id) }),
   );
 
   api.route(
@@ -45,7 +45,7 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
       description: 'Variants are not changed here (a `variants` key is ignored): use the variant endpoints.',
       errors: skuConflict,
     },
-    async ({ params, body, auth }) => ({ product: await db.transaction((trx) => updateProduct(trx, auth.workspace.id, params.id, body)) }),
+    async ({ params, body, auth }) => ({ product: await db.transaction((trx) => updateProduct(trx, auth.access, params.id, body)) }),
   );
 
   api.route(
@@ -53,7 +53,7 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
       method: 'delete', path: '/products/{id}', tag, auth: 'session', response: one,
       summary: 'Delete a product and its variants; answers the snapshot taken before removal',
     },
-    async ({ params, auth }) => ({ product: await db.transaction((trx) => deleteProduct(trx, auth.workspace.id, params.id)) }),
+    async ({ params, auth }) => ({ product: await db.transaction((trx) => deleteProduct(trx, auth.access, params.id)) }),
   );
 
   api.route(
@@ -63,7 +63,7 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
       description: `The variant SKU must be unique in the workspace. attributes defaults to {}. ${money} The product's updated_at moves too.`,
       errors: skuConflict,
     },
-    async ({ params, body, auth }) => ({ ...(await db.transaction((trx) => addVariant(trx, auth.workspace.id, params.id, body))) }),
+    async ({ params, body, auth }) => ({ ...(await db.transaction((trx) => addVariant(trx, auth.access, params.id, body))) }),
   );
 
   api.route(
@@ -73,7 +73,7 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
       description: `attributes, when given, replaces the whole object (no merge). ${money} A variant of another product is 404.`,
       errors: skuConflict,
     },
-    async ({ params, body, auth }) => ({ ...(await db.transaction((trx) => updateVariant(trx, auth.workspace.id, params.id, params.variant_id, body))) }),
+    async ({ params, body, auth }) => ({ ...(await db.transaction((trx) => updateVariant(trx, auth.access, params.id, params.variant_id, body))) }),
   );
 
   api.route(
@@ -82,6 +82,6 @@ export function productRoutes(api: Api, { db }: AppDeps): void {
       summary: 'Delete a variant; answers its snapshot taken before removal and the product as it now is',
       description: 'A variant of another product is 404.',
     },
-    async ({ params, auth }) => ({ ...(await db.transaction((trx) => deleteVariant(trx, auth.workspace.id, params.id, params.variant_id))) }),
+    async ({ params, auth }) => ({ ...(await db.transaction((trx) => deleteVariant(trx, auth.access, params.id, params.variant_id))) }),
   );
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { filterInput, moneyInput, optionalText, requiredText, storableJson } from '../http/validate.js';
-import { id, timestamp } from '../http/schemas.js';
+import { enumFilter, filterInput, moneyInput, optionalLine, optionalText, requiredText, storableJson } from '../schema/input.js';
+import { id, money, timestamp } from '../schema/output.js';
 
 export const productTypes = ['physical', 'digital', 'service'] as const;
 export const productStatuses = ['active', 'draft', 'archived'] as const;
@@ -16,7 +16,7 @@ export const attributesInput = z
 export const skuInput = requiredText(100);
 
 const variantFields = {
-  name: optionalText(200),
+  name: optionalLine(200),
   price: moneyInput.optional(),
   attributes: attributesInput.optional(),
 };
@@ -27,8 +27,8 @@ export type VariantInput = z.output<typeof createVariantBody>;
 export type VariantChanges = z.output<typeof updateVariantBody>;
 
 const productFields = {
-  brand: optionalText(200),
-  category: optionalText(200),
+  brand: optionalLine(200),
+  category: optionalLine(200),
   description: optionalText(10_000),
 };
 
@@ -62,8 +62,8 @@ export const updateProductBody = z.object({
 export type ProductChanges = z.output<typeof updateProductBody>;
 
 export const listProductsQuery = z.object({
-  type: filterInput.describe('Exact match: physical, digital or service'),
-  status: filterInput.describe('Exact match: active, draft or archived'),
+  type: enumFilter(productTypes),
+  status: enumFilter(productStatuses),
   brand: filterInput.describe('Exact match'),
   q: filterInput.describe('Case-insensitive substring of the product name, the product SKU or any variant SKU'),
 });
@@ -73,11 +73,11 @@ export const variantOut = z.object({
   product_id: id,
   sku: z.string(),
   name: z.string().nullable(),
-  price: z.string().regex(/^\d+\.\d{2}$/).nullable().describe('Money: decimal string with two decimals, e.g. "12.50"'),
+  price: money.nullable(),
   attributes: z.record(z.string(), z.unknown()),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'Variant' });
 
 export const productOut = z.object({
   id,
@@ -91,4 +91,4 @@ export const productOut = z.object({
   created_at: timestamp,
   updated_at: timestamp,
   variants: z.array(variantOut).describe('Every variant of the product, ordered by id'),
-});
+}).meta({ id: 'Product' });

@@ -1,26 +1,26 @@
+import type { Access } from '../access.js';
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
-import { jsonPages } from '../db/pages.js';
-import { givenFields } from '../http/validate.js';
+import { jsonPages, type JsonPage } from '../db/pages.js';
+import { givenFields } from '../db/fields.js';
 import { likePattern, scoped, whereExact } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { ProductChanges, ProductInput, VariantChanges, VariantInput } from './schema.js';
 
-/** The API shape of a variant, built in SQL; money as numeric text ("12.50"), never a float. */
-export const variantJson = (v = 'v') =>
-  `json_build_object('id', ${v}.id, 'product_id', ${v}.product_id, 'sku', ${v}.sku, 'name', ${v}.name, 'price', ${v}.price::text, ` +
-  `'attributes', ${v}.attributes, 'created_at', iso_time(${v}.created_at), 'updated_at', iso_time(${v}.updated_at))`;
+/** The API shape of a variant: its stored JSON text (`api_json`, rendered by a trigger on every write), as json. */
+export const variantJson = (v = 'v') => `${v}.api_json::json`;
 
 /**
- * The API shape of a product with its variants (ordered by id) embedded, built in SQL so that
- * single reads, the list and every write response agree to the byte.
+ * A product with its variants (by id) as JSON text: the product's stored text with
+ * `"variants":[…]` (the variants' stored texts) put before its closing brace. The variants are
+ * found through (workspace_id, product_id, id), one index range per product.
  */
-export const productJson = (p = 'p') =>
-  `json_build_object('id', ${p}.id, 'sku', ${p}.sku, 'name', ${p}.name, 'type', ${p}.type, 'status', ${p}.status, ` +
-  `'brand', ${p}.brand, 'category', ${p}.category, 'description', ${p}.description, ` +
-  `'created_at', iso_time(${p}.created_at), 'updated_at', iso_time(${p}.updated_at), ` +
-  `'variants', coalesce((select json_agg(${variantJson('pv')} order by pv.id) from variants pv ` +
-  `where pv.product_id = ${p}.id and pv.workspace_id = ${p}.workspace_id), '[]'::json))`;
+const productText = (p = 'p') =>
+  `left(${p}.api_json, -1) || ',"variants":[' || coalesce((select string_agg(pv.api_json, ',' order by pv.id) from variants pv ` +
+  `where pv.workspace_id = ${p}.workspace_id and pv.product_id = ${p}.id), '') || ']}'`;
+
+/** The API shape of a product, variants embedded, as json: single reads, the list and every write response agree to the byte. */
+export const productJson = (p = 'p') => `(${productText(p)})::json`;
 
 export type VariantJson = Record<string, unknown> & { id: number; sku: string; price: string | null };
 export type ProductJson = Record<string, unknown> & { id: number; sku: string; variants: VariantJson[] };
@@ -73,8 +73,8 @@ function variantColumns(input: VariantChanges): Record<string, unknown> {
   return columns;
 }
 
-export async function getProduct(db: Db, workspaceId: number, id: number): Promise<ProductJson> {
-  const row = await scoped(db, 'products as p', workspaceId).where('p.id', id).first(db.raw(`${productJson()} as json`));
+export async function getProduct(db: Db, access: Access, id: number): Promise<ProductJson> {
+  const row = await scoped(db, 'products as p', access.workspaceId).where('p.id', id).first(db.raw(`${productJson()} as json`));
   if (!row) throw new NotFound('Product not found.');
   return row.json;
 }
@@ -93,8 +93,8 @@ export interface ProductFilters {
 }
 
 /** The filtered list, by id, variants embedded, as JSON pages rendered by the database. */
-export function listProducts(db: Db, workspaceId: number, filters: ProductFilters): AsyncGenerator<string> {
-  return jsonPages(db, () => filteredProducts(db, workspaceId, filters), 'p.id', productJson());
+export function listProducts(db: Db, access: Access, filters: ProductFilters): AsyncGenerator<JsonPage> {
+  return jsonPages(db, () => filteredProducts(db, access.workspaceId, filters), 'p.id', productText());
 }
 
 function filteredProducts(db: Db, workspaceId: number, filters: ProductFilters): Knex.QueryBuilder {
@@ -124,11 +124,11 @@ async function insertVariants(trx: Db, workspaceId: number, productId: number, v
 }
 
 /** Creates the product and its variants in the caller's transaction: a bad variant rolls the whole thing back. */
-export async function createProduct(trx: Db, workspaceId: number, input: ProductInput): Promise<ProductJson> {
-  await assertSkusFree(trx, workspaceId, 'product', [input.sku]);
-  const [row] = await guardSku(() => trx('products').insert({ ...givenFields(input, productEditable), workspace_id: workspaceId }).returning('id'));
-  await insertVariants(trx, workspaceId, row.id, input.variants ?? []);
-  return getProduct(trx, workspaceId, row.id);
+export async function createProduct(trx: Db, access: Access, input: ProductInput): Promise<ProductJson> {
+  await assertSkusFree(trx, access.workspaceId, 'product', [input.sku]);
+  const [row] = await guardSku(() => trx('products').insert({ ...givenFields(input, productEditable), workspace_id: access.workspaceId }).returning('id'));
+  await insertVariants(trx, access.workspaceId, row.id, input.variants ?? []);
+  return getProduct(trx, access, row.id);
 }
 
 async function lockProduct(trx: Db, workspaceId: number, id: number): Promise<void> {
@@ -137,20 +137,20 @@ async function lockProduct(trx: Db, workspaceId: number, id: number): Promise<vo
 }
 
 /** Partial update: omitted fields keep their value. Variants are changed through their own endpoints. */
-export async function updateProduct(trx: Db, workspaceId: number, id: number, input: ProductChanges): Promise<ProductJson> {
-  await lockProduct(trx, workspaceId, id);
+export async function updateProduct(trx: Db, access: Access, id: number, input: ProductChanges): Promise<ProductJson> {
+  await lockProduct(trx, access.workspaceId, id);
   const changes = givenFields(input, productEditable);
-  if (Object.keys(changes).length === 0) return getProduct(trx, workspaceId, id);
-  if (typeof changes.sku === 'string') await assertSkusFree(trx, workspaceId, 'product', [changes.sku], id);
-  await guardSku(() => scoped(trx, 'products', workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() }));
-  return getProduct(trx, workspaceId, id);
+  if (Object.keys(changes).length === 0) return getProduct(trx, access, id);
+  if (typeof changes.sku === 'string') await assertSkusFree(trx, access.workspaceId, 'product', [changes.sku], id);
+  await guardSku(() => scoped(trx, 'products', access.workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() }));
+  return getProduct(trx, access, id);
 }
 
 /** Deletes the product; its variants go with it (FK cascade). Returns the snapshot taken before removal. */
-export async function deleteProduct(trx: Db, workspaceId: number, id: number): Promise<ProductJson> {
-  await lockProduct(trx, workspaceId, id);
-  const product = await getProduct(trx, workspaceId, id);
-  await scoped(trx, 'products', workspaceId).where({ id }).delete();
+export async function deleteProduct(trx: Db, access: Access, id: number): Promise<ProductJson> {
+  await lockProduct(trx, access.workspaceId, id);
+  const product = await getProduct(trx, access, id);
+  await scoped(trx, 'products', access.workspaceId).where({ id }).delete();
   return product;
 }
 
@@ -170,28 +170,28 @@ export interface VariantResult {
   product: ProductJson;
 }
 
-export async function addVariant(trx: Db, workspaceId: number, productId: number, input: VariantInput): Promise<VariantResult> {
-  await lockProduct(trx, workspaceId, productId);
-  const [variantId] = await insertVariants(trx, workspaceId, productId, [input]);
-  await touchProduct(trx, workspaceId, productId);
-  return { variant: await getVariant(trx, workspaceId, variantId), product: await getProduct(trx, workspaceId, productId) };
+export async function addVariant(trx: Db, access: Access, productId: number, input: VariantInput): Promise<VariantResult> {
+  await lockProduct(trx, access.workspaceId, productId);
+  const [variantId] = await insertVariants(trx, access.workspaceId, productId, [input]);
+  await touchProduct(trx, access.workspaceId, productId);
+  return { variant: await getVariant(trx, access.workspaceId, variantId), product: await getProduct(trx, access, productId) };
 }
 
-export async function updateVariant(trx: Db, workspaceId: number, productId: number, variantId: number, input: VariantChanges): Promise<VariantResult> {
-  await lockVariant(trx, workspaceId, productId, variantId);
+export async function updateVariant(trx: Db, access: Access, productId: number, variantId: number, input: VariantChanges): Promise<VariantResult> {
+  await lockVariant(trx, access.workspaceId, productId, variantId);
   const changes = variantColumns(input);
   if (Object.keys(changes).length > 0) {
-    if (typeof changes.sku === 'string') await assertSkusFree(trx, workspaceId, 'variant', [changes.sku], variantId);
-    await guardSku(() => scoped(trx, 'variants', workspaceId).where({ id: variantId }).update({ ...changes, updated_at: trx.fn.now() }));
-    await touchProduct(trx, workspaceId, productId);
+    if (typeof changes.sku === 'string') await assertSkusFree(trx, access.workspaceId, 'variant', [changes.sku], variantId);
+    await guardSku(() => scoped(trx, 'variants', access.workspaceId).where({ id: variantId }).update({ ...changes, updated_at: trx.fn.now() }));
+    await touchProduct(trx, access.workspaceId, productId);
   }
-  return { variant: await getVariant(trx, workspaceId, variantId), product: await getProduct(trx, workspaceId, productId) };
+  return { variant: await getVariant(trx, access.workspaceId, variantId), product: await getProduct(trx, access, productId) };
 }
 
-export async function deleteVariant(trx: Db, workspaceId: number, productId: number, variantId: number): Promise<VariantResult> {
-  await lockVariant(trx, workspaceId, productId, variantId);
-  const variant = await getVariant(trx, workspaceId, variantId);
-  await scoped(trx, 'variants', workspaceId).where({ id: variantId }).delete();
-  await touchProduct(trx, workspaceId, productId);
-  return { variant, product: await getProduct(trx, workspaceId, productId) };
+export async function deleteVariant(trx: Db, access: Access, productId: number, variantId: number): Promise<VariantResult> {
+  await lockVariant(trx, access.workspaceId, productId, variantId);
+  const variant = await getVariant(trx, access.workspaceId, variantId);
+  await scoped(trx, 'variants', access.workspaceId).where({ id: variantId }).delete();
+  await touchProduct(trx, access.workspaceId, productId);
+  return { variant, product: await getProduct(trx, access, productId) };
 }

@@ -1,18 +1,17 @@
 import { z } from 'zod';
 import { jsonList, reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
-import type { Principal } from '../http/auth.js';
-import { NotFound, Validation } from '../errors.js';
-import { requiredText } from '../http/validate.js';
-import { scoped } from '../db/scoped.js';
-import { renderMail, requireMailer } from '../mail/mailer.js';
+import { requiredText } from '../schema/input.js';
+import { calendarDate, currency, money } from '../schema/output.js';
+import { sendQuote } from './send.js';
+import { lookupQuote } from './public.js';
 import { convertQuote } from '../orders/service.js';
 import { itemOut, orderOut } from '../orders/schema.js';
 import {
   activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
 } from './schema.js';
 import {
-  addLine, assertTransition, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, lockedQuoteForUser, removeLine, transition, transitionQuote, updateLine, updateQuote,
+  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, removeLine, transitionQuote, updateLine, updateQuote,
 } from './service.js';
 
 export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
@@ -20,7 +19,6 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
   const full = z.object({ quote: quoteOut, lines: z.array(lineOut) });
   const one = z.object({ quote: quoteOut });
   const withLine = z.object({ quote: quoteOut, line: lineOut });
-  const actorOf = (auth: Principal) => (auth.keyType === 'secret' ? 'api' : 'user');
 
   api.route(
     {
@@ -28,16 +26,16 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       summary: 'Create a draft quote with lines; customer_id, or customer {email, name, company} upserted by email',
       description: 'Line price defaults to the price of the variant its sku names (422 when neither). Emits quote.created.',
     },
-    async ({ body, auth }) => db.transaction((trx) => createQuote(trx, auth, body, 'user')),
+    async ({ body, auth }) => db.transaction((trx) => createQuote(trx, auth.access, body)),
   );
 
   api.route(
     {
-      method: 'post', path: '/quotes/external', tag, auth: 'secret', status: 201, body: externalQuoteBody, response: full,
+      method: 'post', path: '/quotes/external', tag, auth: 'secret', status: 201, alsoOk: 'A quote with this external_id existed: returned unchanged', body: externalQuoteBody, response: full,
       summary: 'Create a quote from a backend (secret key); a repeat with the same external_id returns the first quote (200)',
     },
     async ({ body, auth }) => {
-      const { quote, lines, created } = await db.transaction((trx) => createExternalQuote(trx, auth, body));
+      const { quote, lines, created } = await db.transaction((trx) => createExternalQuote(trx, auth.access, body));
       return reply(created ? 201 : 200, { quote, lines });
     },
   );
@@ -47,7 +45,7 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       method: 'get', path: '/quotes', tag, auth: 'session', query: listQuotesQuery, response: z.object({ quotes: z.array(quoteOut) }),
       summary: 'The quotes the caller may read (unpaginated, by id), filtered by status, channel_id, customer_id and q',
     },
-    async ({ query, auth }) => jsonList('quotes', listQuotes(db, auth, query)),
+    async ({ query, auth }) => jsonList('quotes', listQuotes(db, auth.access, query)),
   );
 
   api.route(
@@ -55,7 +53,7 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       method: 'get', path: '/quotes/{id}', tag, auth: 'session', summary: 'A quote with its lines and activities',
       response: z.object({ quote: quoteOut, lines: z.array(lineOut), activities: z.array(activityOut) }),
     },
-    async ({ params, auth }) => getQuote(db, auth, params.id),
+    async ({ params, auth }) => getQuote(db, auth.access, params.id),
   );
 
   api.route(
@@ -63,12 +61,12 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       method: ['patch', 'put'], path: '/quotes/{id}', tag, auth: 'session', body: updateQuoteBody, response: one,
       summary: 'Change discount_amount, tax_rate, currency, notes or valid_until of a draft (409 otherwise); emits quote.updated',
     },
-    async ({ params, body, auth }) => ({ quote: await db.transaction((trx) => updateQuote(trx, auth, params.id, body, 'user')) }),
+    async ({ params, body, auth }) => ({ quote: await db.transaction((trx) => updateQuote(trx, auth.access, params.id, body)) }),
   );
 
   api.route(
     { method: 'delete', path: '/quotes/{id}', tag, auth: 'session', response: one, summary: 'Delete a quote; emits quote.deleted with the snapshot' },
-    async ({ params, auth }) => ({ quote: await db.transaction((trx) => deleteQuote(trx, auth, params.id)) }),
+    async ({ params, auth }) => ({ quote: await db.transaction((trx) => deleteQuote(trx, auth.access, params.id)) }),
   );
 
   api.route(
@@ -76,7 +74,7 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       method: 'post', path: '/quotes/{id}/lines', tag, auth: 'session', status: 201, body: lineInput, response: withLine,
       summary: 'Add a line to a draft; emits quote.line_added',
     },
-    async ({ params, body, auth }) => db.transaction((trx) => addLine(trx, auth, params.id, body, 'user')),
+    async ({ params, body, auth }) => db.transaction((trx) => addLine(trx, auth.access, params.id, body)),
   );
 
   api.route(
@@ -84,48 +82,21 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       method: ['patch', 'put'], path: '/quotes/{id}/lines/{line_id}', tag, auth: 'session', body: lineChanges, response: withLine,
       summary: "Change a draft's line (quantity, price, description, sku); emits quote.line_updated",
     },
-    async ({ params, body, auth }) => db.transaction((trx) => updateLine(trx, auth, params.id, params.line_id, body, 'user')),
+    async ({ params, body, auth }) => db.transaction((trx) => updateLine(trx, auth.access, params.id, params.line_id, body)),
   );
 
   api.route(
     { method: 'delete', path: '/quotes/{id}/lines/{line_id}', tag, auth: 'session', response: withLine, summary: "Remove a draft's line; emits quote.line_removed" },
-    async ({ params, auth }) => db.transaction((trx) => removeLine(trx, auth, params.id, params.line_id, 'user')),
+    async ({ params, auth }) => db.transaction((trx) => removeLine(trx, auth.access, params.id, params.line_id)),
   );
 
   api.route(
     {
-      method: 'post', path: '/quotes/{id}/send', tag, auth: 'session', body: sendQuoteBody, response: one,
-      summary: 'draft → sent, mailing the customer a link to the public page (notify: false skips the mail)',
+      method: 'post', path: '/quotes/{id}/send', tag, auth: 'session', body: sendQuoteBody, response: z.object({ quote: quoteOut, url: z.url() }),
+      summary: 'draft → sent, mailing the customer a link to the public page (notify: false skips the mail); answers the page url',
       errors: { 409: 'Not a draft', 502: 'The mail server refused the message', 503: 'Mail is not configured (the quote stays a draft)' },
     },
-    async ({ params, body, auth }) => {
-      const notify = body.notify !== false;
-      return {
-        quote: await db.transaction(async (trx) => {
-          const quote = await lockedQuoteForUser(trx, auth, params.id);
-          // A quote that cannot be sent is 409 naming its status, before any mail check (503, 422).
-          assertTransition(quote, 'sent');
-          const mail = notify ? requireMailer(mailer) : null;
-          if (mail && !quote.customer_email) throw new Validation('customer', 'customer: the quote has no customer email to send it to (or send with notify: false).');
-          const sent = await transition(trx, auth.workspace.id, quote, 'sent', actorOf(auth), `Quote ${quote.quote_number} sent${mail ? ` to ${quote.customer_email}` : ''}.`);
-          if (mail) {
-            await mail.send({
-              to: String(sent.customer_email),
-              ...renderMail('quote-sent', {
-                quote_number: sent.quote_number,
-                workspace: auth.workspace.name,
-                name: String(sent.customer_name ?? sent.customer_email),
-                total: String(sent.total),
-                currency: String(sent.currency),
-                link: `${config.APP_URL}/q/${sent.public_token}`,
-                valid_until: sent.valid_until ? `The quote is valid until ${sent.valid_until}.` : '',
-              }),
-            });
-          }
-          return sent;
-        }),
-      };
-    },
+    async ({ params, body, auth }) => db.transaction((trx) => sendQuote(trx, auth.access, params.id, body, { mailer, appUrl: config.APP_URL })),
   );
 
   const moves: [string, QuoteStatus, string][] = [
@@ -137,18 +108,18 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
   for (const [path, to, summary] of moves) {
     api.route(
       { method: 'post', path: `/quotes/{id}/${path}`, tag, auth: 'session', response: one, summary, errors: { 409: 'Not allowed from the current status' } },
-      async ({ params, auth }) => ({ quote: await db.transaction((trx) => transitionQuote(trx, auth, params.id, to, 'user')) }),
+      async ({ params, auth }) => ({ quote: await db.transaction((trx) => transitionQuote(trx, auth.access, params.id, to)) }),
     );
   }
 
   api.route(
     {
-      method: 'post', path: '/quotes/{id}/convert', tag, auth: 'session', status: 201, response: z.object({ order: orderOut, items: z.array(itemOut) }),
+      method: 'post', path: '/quotes/{id}/convert', tag, auth: 'session', status: 201, alsoOk: 'The quote was converted before: the same order', response: z.object({ order: orderOut, items: z.array(itemOut) }),
       summary: 'Create the order of an accepted or paid quote (external_id quote:{id}); a repeat returns the same order (200)',
       errors: { 409: 'The quote is neither accepted nor paid' },
     },
     async ({ params, auth }) => {
-      const { order, items, created } = await db.transaction((trx) => convertQuote(trx, auth, params.id));
+      const { order, items, created } = await db.transaction((trx) => convertQuote(trx, auth.access, params.id));
       return reply(created ? 201 : 200, { order, items });
     },
   );
@@ -162,11 +133,11 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
     quote: z.object({
       quote_number: z.string(),
       status: z.enum(quoteStatuses),
-      currency: z.string(),
-      total: z.string().regex(/^\d+\.\d{2}$/).describe('Money: decimal string with two decimals'),
-      valid_until: z.string().nullable().describe('YYYY-MM-DD'),
+      currency,
+      total: money,
+      valid_until: calendarDate.nullable(),
       url: z.string().describe('The public quote page, APP_URL/q/{token}'),
-    }),
+    }).meta({ id: 'QuoteLookup' }),
   });
   api.route(
     {
@@ -175,15 +146,6 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       description: 'Public key in "Authorization: Public <key>" or ?key=. A quote number and email that do not belong together, or a draft, give the same 404.',
       errors: { 404: 'No quote with this number and email' },
     },
-    async ({ body, auth }) => {
-      const row = await scoped(db, 'quotes', auth.workspace.id)
-        .where({ quote_number: body.quote_number })
-        .whereNot({ status: 'draft' })
-        .whereRaw('lower(customer_email) = ?', [body.email])
-        .first('quote_number', 'status', 'currency', db.raw('total::text as total'), db.raw(`to_char(valid_until, 'YYYY-MM-DD') as valid_until`), 'public_token');
-      if (!row) throw new NotFound('No quote matches this quote number and email address.');
-      const { public_token: token, ...quote } = row;
-      return { quote: { ...quote, url: `${config.APP_URL}/q/${token}` } };
-    },
+    async ({ body, auth }) => ({ quote: await lookupQuote(db, auth.access, body, config.APP_URL) }),
   );
 }

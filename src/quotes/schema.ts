@@ -1,14 +1,12 @@
 import { z } from 'zod';
-import {
-  booleanInput, currencyInput, dateInput, emailInput, filterInput, idFilterInput, idInput, moneyInput, optionalText, percentInput, quantityInput,
-} from '../http/validate.js';
-import { id, timestamp } from '../http/schemas.js';
+import { booleanInput, currencyInput, dateInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, moneyInput, optionalLine, optionalText, percentInput, quantityInput } from '../schema/input.js';
+import { calendarDate, currency, id, money, quantity, timestamp } from '../schema/output.js';
 
 export const quoteStatuses = ['draft', 'sent', 'accepted', 'declined', 'cancelled', 'paid'] as const;
 export type QuoteStatus = (typeof quoteStatuses)[number];
 
 export const lineInput = z.object({
-  sku: optionalText(100),
+  sku: optionalLine(100),
   description: optionalText(2000),
   quantity: quantityInput.refine((v) => v !== null, 'is required').optional().default('1'),
   price: moneyInput.optional(),
@@ -16,14 +14,14 @@ export const lineInput = z.object({
 export type LineInput = z.output<typeof lineInput>;
 
 export const lineChanges = z.object({
-  sku: optionalText(100),
+  sku: optionalLine(100),
   description: optionalText(2000),
   quantity: quantityInput.refine((v) => v !== null, 'must not be empty').optional(),
   price: moneyInput.refine((v) => v !== null, 'must not be empty').optional(),
 });
 export type LineChanges = z.output<typeof lineChanges>;
 
-const customerInput = z.object({ email: emailInput, name: optionalText(200), company: optionalText(200) });
+const customerInput = z.object({ email: emailInput, name: optionalLine(200), company: optionalLine(200) });
 
 const quoteFields = {
   currency: currencyInput.optional(),
@@ -41,10 +39,12 @@ export const createQuoteBody = z
     ...quoteFields,
     lines: z.array(lineInput).max(500, 'must have at most 500 lines').optional(),
   })
-  .refine((q) => !(q.customer_id !== undefined && q.customer !== undefined), { message: 'give customer_id or customer, not both', path: ['customer_id'] });
+  .refine((q) => !(q.customer_id !== undefined && q.customer !== undefined), { message: 'give customer_id or customer, not both', path: ['customer_id'] })
+  // Without this an empty or unreadable body would make an empty draft and spend a quote number.
+  .refine((q) => q.customer_id !== undefined || q.customer !== undefined, { message: 'customer_id or customer {email, name, company} is required', path: ['customer'] });
 export type QuoteInput = z.output<typeof createQuoteBody>;
 
-export const externalQuoteBody = createQuoteBody.and(z.object({ external_id: optionalText(200) }));
+export const externalQuoteBody = createQuoteBody.and(z.object({ external_id: optionalLine(200) }));
 
 export const updateQuoteBody = z.object(quoteFields);
 export type QuoteChanges = z.output<typeof updateQuoteBody>;
@@ -52,22 +52,21 @@ export type QuoteChanges = z.output<typeof updateQuoteBody>;
 export const sendQuoteBody = z.object({ notify: booleanInput.optional().describe('false: mark sent without mailing the customer') });
 
 export const listQuotesQuery = z.object({
-  status: filterInput.pipe(z.enum(quoteStatuses, { error: `must be one of ${quoteStatuses.join(', ')}` }).optional()),
+  status: enumFilter(quoteStatuses),
   channel_id: idFilterInput,
   customer_id: idFilterInput,
   q: filterInput.describe('Case-insensitive substring of the quote number, customer name or customer email'),
 });
 
-const money = z.string().regex(/^\d+\.\d{2}$/).describe('Money: decimal string with two decimals');
 
 export const quoteOut = z.object({
   id,
   quote_number: z.string().describe('Q-<year>-<6 digits>'),
   status: z.enum(quoteStatuses),
-  currency: z.string(),
+  currency,
   subtotal: money,
   discount_amount: money,
-  tax_rate: z.string().describe('Percent, e.g. "8.25"'),
+  tax_rate: z.string().regex(/^\d+(\.\d{1,4})?$/).describe('Percent, e.g. "8.25"'),
   tax_amount: money,
   total: money,
   customer_id: id.nullable(),
@@ -75,7 +74,7 @@ export const quoteOut = z.object({
   customer_email: z.string().nullable(),
   channel_id: id.nullable(),
   notes: z.string().nullable(),
-  valid_until: z.string().nullable().describe('YYYY-MM-DD'),
+  valid_until: calendarDate.nullable(),
   public_token: z.string(),
   external_id: z.string().nullable(),
   sent_at: timestamp.nullable(),
@@ -86,7 +85,7 @@ export const quoteOut = z.object({
   paid_at: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'Quote' });
 
 export const lineOut = z.object({
   id,
@@ -94,12 +93,12 @@ export const lineOut = z.object({
   variant_id: id.nullable(),
   sku: z.string().nullable(),
   description: z.string().nullable(),
-  quantity: z.string().describe('Decimal string, up to 3 decimals'),
+  quantity,
   price: money,
   line_total: money,
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'QuoteLine' });
 
 export const activityOut = z.object({
   id,
@@ -107,4 +106,4 @@ export const activityOut = z.object({
   actor: z.enum(['user', 'customer', 'api', 'system']),
   message: z.string(),
   created_at: timestamp,
-});
+}).meta({ id: 'Activity' });

@@ -1,28 +1,26 @@
+import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages } from '../db/pages.js';
+import { jsonPages, type JsonPage } from '../db/pages.js';
 import { scoped, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { emit } from '../events/emit.js';
+import { emit, emitWithin } from '../events/outbox.js';
 import { randomToken } from '../auth/crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
-import type { Principal } from '../http/auth.js';
-import { givenFields, isNumericOverflow, lineTotalFits } from '../http/validate.js';
+import { givenFields } from '../db/fields.js';
+import { isNumericOverflow } from '../db/errors.js';
+import { lineTotalFits } from '../money.js';
 import { upsertCustomer } from '../customers/service.js';
 import type { LineChanges, LineInput, QuoteChanges, QuoteInput, QuoteStatus } from './schema.js';
 
-export type Actor = 'user' | 'customer' | 'api' | 'system';
 export type QuoteJson = Record<string, unknown> & { id: number; status: QuoteStatus; quote_number: string; channel_id: number | null };
 export type LineJson = Record<string, unknown> & { id: number };
 
-/** The API shape of a quote, built in SQL (money as two-decimal text) so reads, lists and events agree. */
-export const quoteJson = (q = 'q') =>
-  `json_build_object('id', ${q}.id, 'quote_number', ${q}.quote_number, 'status', ${q}.status, 'currency', ${q}.currency, ` +
-  `'subtotal', ${q}.subtotal::text, 'discount_amount', ${q}.discount_amount::text, 'tax_rate', trim_scale(${q}.tax_rate)::text, ` +
-  `'tax_amount', ${q}.tax_amount::text, 'total', ${q}.total::text, 'customer_id', ${q}.customer_id, 'customer_name', ${q}.customer_name, ` +
-  `'customer_email', ${q}.customer_email, 'channel_id', ${q}.channel_id, 'notes', ${q}.notes, 'valid_until', to_char(${q}.valid_until, 'YYYY-MM-DD'), ` +
-  `'public_token', ${q}.public_token, 'external_id', ${q}.external_id, 'sent_at', iso_time(${q}.sent_at), 'viewed_at', iso_time(${q}.viewed_at), ` +
-  `'accepted_at', iso_time(${q}.accepted_at), 'declined_at', iso_time(${q}.declined_at), 'cancelled_at', iso_time(${q}.cancelled_at), ` +
-  `'paid_at', iso_time(${q}.paid_at), 'created_at', iso_time(${q}.created_at), 'updated_at', iso_time(${q}.updated_at))`;
+/**
+ * The API shape of a quote: the compact JSON text the row keeps (`api_json`, rendered by a trigger on
+ * every write, money as two-decimal text), as json so that pg hands back an object. Lists send the
+ * text itself; single reads and events re-serialise the object to the same bytes.
+ */
+export const quoteJson = (q = 'q') => `${q}.api_json::json`;
 
 export const lineJson = (l = 'l') =>
   `json_build_object('id', ${l}.id, 'quote_id', ${l}.quote_id, 'variant_id', ${l}.variant_id, 'sku', ${l}.sku, 'description', ${l}.description, ` +
@@ -50,14 +48,14 @@ const timestampOf: Partial<Record<QuoteStatus, string>> = {
   paid: 'paid_at',
 };
 
-export async function quoteById(db: Db, workspaceId: number, id: number): Promise<QuoteJson> {
-  const row = await scoped(db, 'quotes as q', workspaceId).where('q.id', id).first(db.raw(`${quoteJson()} as json`));
+export async function quoteById(db: Db, access: Access, id: number): Promise<QuoteJson> {
+  const row = await scoped(db, 'quotes as q', access.workspaceId).where('q.id', id).first(db.raw(`${quoteJson()} as json`));
   if (!row) throw new NotFound('Quote not found.');
   return row.json;
 }
 
-export async function linesOf(db: Db, workspaceId: number, quoteId: number): Promise<LineJson[]> {
-  const rows = await scoped(db, 'quote_lines as l', workspaceId).where('l.quote_id', quoteId).orderBy('l.id').select(db.raw(`${lineJson()} as json`));
+export async function linesOf(db: Db, access: Access, quoteId: number): Promise<LineJson[]> {
+  const rows = await scoped(db, 'quote_lines as l', access.workspaceId).where('l.quote_id', quoteId).orderBy('l.id').select(db.raw(`${lineJson()} as json`));
   return rows.map((r: { json: LineJson }) => r.json);
 }
 
@@ -66,24 +64,30 @@ async function activitiesOf(db: Db, workspaceId: number, quoteId: number): Promi
   return rows.map((r: { json: Record<string, unknown> }) => r.json);
 }
 
-export async function recordActivity(db: Db, workspaceId: number, quoteId: number, type: string, actor: Actor, message: string): Promise<void> {
-  await db('quote_activities').insert({ workspace_id: workspaceId, quote_id: quoteId, type, actor, message });
+/** An activity on the quote's timeline, named after the caller's actor. */
+export async function recordActivity(db: Db, access: Access, quoteId: number, type: string, message: string): Promise<void> {
+  await db('quote_activities').insert({ workspace_id: access.workspaceId, quote_id: quoteId, type, actor: access.actor, message });
 }
 
 /** The quote, after the caller's channel access is checked (read, or write for changes). */
-async function accessibleQuote(db: Db, auth: Principal, id: number, need: 'read' | 'write', lock = false): Promise<QuoteJson> {
+async function accessibleQuote(db: Db, access: Access, id: number, need: 'read' | 'write', lock = false): Promise<QuoteJson> {
   if (lock) {
-    const locked = await scoped(db, 'quotes', auth.workspace.id).where({ id }).forUpdate().first('id');
+    const locked = await scoped(db, 'quotes', access.workspaceId).where({ id }).forUpdate().first('id');
     if (!locked) throw new NotFound('Quote not found.');
   }
-  const quote = await quoteById(db, auth.workspace.id, id);
-  await assertChannelAccess(db, auth, quote.channel_id, need);
+  const quote = await quoteById(db, access, id);
+  await assertChannelAccess(db, access, quote.channel_id, need);
   return quote;
 }
 
-export async function getQuote(db: Db, auth: Principal, id: number) {
-  const quote = await accessibleQuote(db, auth, id, 'read');
-  return { quote, lines: await linesOf(db, auth.workspace.id, id), activities: await activitiesOf(db, auth.workspace.id, id) };
+/** The quote, when the caller's channel roles let them read it (403 otherwise). */
+export async function readableQuote(db: Db, access: Access, id: number): Promise<QuoteJson> {
+  return accessibleQuote(db, access, id, 'read');
+}
+
+export async function getQuote(db: Db, access: Access, id: number) {
+  const quote = await accessibleQuote(db, access, id, 'read');
+  return { quote, lines: await linesOf(db, access, id), activities: await activitiesOf(db, access.workspaceId, id) };
 }
 
 export interface QuoteFilters {
@@ -94,25 +98,13 @@ export interface QuoteFilters {
 }
 
 /** The quotes the caller may read, filtered, by id, as JSON pages. */
-export function listQuotes(db: Db, auth: Principal, filters: QuoteFilters): AsyncGenerator<string> {
+export function listQuotes(db: Db, access: Access, filters: QuoteFilters): AsyncGenerator<JsonPage> {
   const filtered = () => {
-    const query = whereReadable(scoped(db, 'quotes as q', auth.workspace.id), db, auth, 'q.channel_id');
+    const query = whereReadable(scoped(db, 'quotes as q', access.workspaceId), db, access, 'q.channel_id');
     whereExact(query, { 'q.status': filters.status, 'q.channel_id': filters.channel_id, 'q.customer_id': filters.customer_id });
     return whereSearch(query, ['q.quote_number', 'q.customer_name', 'q.customer_email'], filters.q);
   };
-  return jsonPages(db, filtered, 'q.id', quoteJson());
-}
-
-/** `Q-<year>-<6 digits>`, gap-free per workspace and year: the counter row stays locked until the creating transaction ends. */
-async function nextQuoteNumber(trx: Db, workspaceId: number): Promise<string> {
-  const year = new Date().getUTCFullYear();
-  const { rows } = await trx.raw(
-    `insert into quote_numbers (workspace_id, year, last_number) values (?, ?, 1)
-     on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1
-     returning last_number`,
-    [workspaceId, year],
-  );
-  return `Q-${year}-${String(rows[0].last_number).padStart(6, '0')}`;
+  return jsonPages(db, filtered, 'q.id', 'q.api_json');
 }
 
 /**
@@ -126,9 +118,7 @@ async function recalculate(trx: Db, workspaceId: number, quoteId: number, field 
      where q.id = ? and q.workspace_id = ?`,
     [quoteId, workspaceId, quoteId, workspaceId],
   );
-  if (rows[0]?.too_much) {
-    throw new Validation('discount_amount', `discount_amount (${rows[0].discount}) must not exceed the subtotal (${rows[0].subtotal}).`);
-  }
+  if (rows[0]?.too_much) throw tooMuchDiscount(rows[0].discount, rows[0].subtotal);
   await trx
     .raw(
       `update quotes q set subtotal = t.subtotal,
@@ -139,21 +129,57 @@ async function recalculate(trx: Db, workspaceId: number, quoteId: number, field 
        where q.id = ? and q.workspace_id = ?`,
       [quoteId, workspaceId, quoteId, workspaceId],
     )
-    .catch((err: unknown) => {
-      if (isNumericOverflow(err)) throw new Validation(field, `${field}: the quote total must be less than 1000000000000.`);
-      throw err;
-    });
+    .catch(totalOverflow(field));
 }
 
-/** The line's price: given, or the variant's when the SKU names one (422 when neither). */
-async function priceLine(trx: Db, workspaceId: number, line: { sku?: string | null; price?: string | null }, field: string) {
-  const variant = line.sku ? await scoped(trx, 'variants', workspaceId).where({ sku: line.sku }).first('id', 'price', 'name') : undefined;
-  const price = line.price ?? (variant?.price !== null && variant?.price !== undefined ? String(variant.price) : null);
+const tooMuchDiscount = (discount: string, subtotal: string) =>
+  new Validation('discount_amount', `discount_amount (${discount}) must not exceed the subtotal (${subtotal}).`);
+
+const totalOverflow = (field: string) => (err: unknown) => {
+  if (isNumericOverflow(err)) throw new Validation(field, `${field}: the quote total must be less than 1000000000000.`);
+  throw err;
+};
+
+interface Variant {
+  id: number;
+  price: string | null;
+  /** "T-Shirt, Small": the product's name, then the variant's when it has one. */
+  description: string;
+}
+
+/** The variants the SKUs name, in one query. */
+async function variantsBySku(trx: Db, workspaceId: number, skus: string[]): Promise<Map<string, Variant>> {
+  const wanted = [...new Set(skus)];
+  if (wanted.length === 0) return new Map();
+  const { rows } = await trx.raw(
+    `select v.sku, v.id, v.price::text as price, p.name || coalesce(', ' || nullif(v.name, ''), '') as description
+     from variants v join products p on p.id = v.product_id and p.workspace_id = v.workspace_id
+     where v.workspace_id = ? and v.sku in (select json_array_elements_text(?::json))`,
+    [workspaceId, JSON.stringify(wanted)],
+  );
+  return new Map(rows.map((r: Variant & { sku: string }) => [r.sku, { id: r.id, price: r.price, description: r.description }]));
+}
+
+interface PricedLine {
+  variant_id: number | null;
+  sku: string | null;
+  description: string | null;
+  quantity: string;
+  price: string;
+}
+
+/**
+ * The line's price (given, or the price of the variant its SKU names; 422 `<field>.price` when
+ * neither), variant and description (given, or the variant's).
+ */
+function priceLine(line: LineInput, variant: Variant | undefined, field: string): PricedLine {
+  const price = line.price ?? variant?.price ?? null;
+  const at = (name: string) => (field ? `${field}.${name}` : name);
   if (price === null) {
-    const name = field ? `${field}.price` : 'price';
-    throw new Validation(name, `${name} is required${line.sku ? ` (no variant with SKU "${line.sku}" has a price)` : ''}.`);
+    throw new Validation(at('price'), `${at('price')} is required${line.sku ? ` (no variant with SKU "${line.sku}" has a price)` : ''}.`);
   }
-  return { price, variantId: (variant?.id as number | undefined) ?? null, variantName: (variant?.name as string | undefined) ?? null };
+  if (!lineTotalFits(line.quantity, price)) throw new Validation(at('quantity'), `${at('quantity')}: quantity × price must be less than 1000000000000.`);
+  return { variant_id: variant?.id ?? null, sku: line.sku ?? null, description: line.description ?? variant?.description ?? null, quantity: line.quantity, price };
 }
 
 function assertLineFits(quantity: string, price: string, field: string): void {
@@ -161,87 +187,155 @@ function assertLineFits(quantity: string, price: string, field: string): void {
 }
 
 async function insertLine(trx: Db, workspaceId: number, quoteId: number, line: LineInput, field: string): Promise<number> {
-  const { price, variantId, variantName } = await priceLine(trx, workspaceId, line, field);
-  assertLineFits(line.quantity, price, field ? `${field}.quantity` : 'quantity');
+  const variants = await variantsBySku(trx, workspaceId, line.sku ? [line.sku] : []);
+  const priced = priceLine(line, line.sku ? variants.get(line.sku) : undefined, field);
   const [row] = await trx('quote_lines')
-    .insert({
-      workspace_id: workspaceId,
-      quote_id: quoteId,
-      variant_id: variantId,
-      sku: line.sku ?? null,
-      description: line.description ?? variantName,
-      quantity: line.quantity,
-      price,
-      line_total: trx.raw('round(?::numeric * ?::numeric, 2)', [line.quantity, price]),
-    })
+    .insert({ ...priced, workspace_id: workspaceId, quote_id: quoteId, line_total: trx.raw('round(?::numeric * ?::numeric, 2)', [priced.quantity, priced.price]) })
     .returning('id');
   return row.id;
 }
 
-async function resolveCustomer(trx: Db, workspaceId: number, input: Pick<QuoteInput, 'customer_id' | 'customer'>) {
+async function resolveCustomer(trx: Db, access: Access, input: Pick<QuoteInput, 'customer_id' | 'customer'>) {
   if (input.customer) {
-    const { customer } = await upsertCustomer(trx, workspaceId, input.customer);
+    const { customer } = await upsertCustomer(trx, access, input.customer);
     return customer;
   }
   if (input.customer_id === undefined) return null;
-  const customer = await scoped(trx, 'customers', workspaceId).where({ id: input.customer_id }).first('id', 'name', 'email');
+  const customer = await scoped(trx, 'customers', access.workspaceId).where({ id: input.customer_id }).first('id', 'name', 'email');
   if (!customer) throw new Validation('customer_id', `customer_id: no customer ${input.customer_id} in this workspace.`);
   return customer;
 }
 
-/** Creates a draft with its lines; `quote.created` carries the quote and its lines. */
+interface Customer {
+  id: number;
+  name: string | null;
+  email: string;
+}
+
+/**
+ * What a new quote names: its customer (upserted from `customer`, or the one `customer_id` names: 422
+ * when there is none) and the variants its SKUs name. A customer given by id and the variants are read
+ * in one query.
+ */
+async function quoteReferences(trx: Db, access: Access, input: QuoteInput, skus: string[]): Promise<{ customer: Customer | null; variants: Map<string, Variant> }> {
+  if (input.customer || input.customer_id === undefined) {
+    return { customer: await resolveCustomer(trx, access, input), variants: await variantsBySku(trx, access.workspaceId, skus) };
+  }
+  const workspaceId = access.workspaceId;
+  const {
+    rows: [row],
+  } = await trx.raw(
+    `select (select json_build_object('id', c.id, 'name', c.name, 'email', c.email) from customers c where c.workspace_id = ? and c.id = ?) as customer,
+            (select json_agg(json_build_object('sku', v.sku, 'id', v.id, 'price', v.price::text, 'description', p.name || coalesce(', ' || nullif(v.name, ''), '')))
+             from variants v join products p on p.id = v.product_id and p.workspace_id = v.workspace_id
+             where v.workspace_id = ? and v.sku in (select json_array_elements_text(?::json))) as variants`,
+    [workspaceId, input.customer_id, workspaceId, JSON.stringify([...new Set(skus)])],
+  );
+  if (!row.customer) throw new Validation('customer_id', `customer_id: no customer ${input.customer_id} in this workspace.`);
+  const variants: (Variant & { sku: string })[] = row.variants ?? [];
+  return { customer: row.customer, variants: new Map(variants.map(({ sku, ...variant }) => [sku, variant])) };
+}
+
+/**
+ * Creates a draft with its lines; `quote.created` carries the quote and its lines. The number of
+ * statements does not grow with the lines (6 with BEGIN and COMMIT): the customer and the SKUs are
+ * looked up in one query; the quote, its lines and its totals are written by one statement, whose
+ * RETURNING gives the lines of the reply; then one statement takes the gap-free number and writes the
+ * activity and the event (with its deliveries). The number comes last because its counter row stays
+ * locked until commit: concurrent creations in a workspace queue behind that one statement and the commit.
+ */
 export async function createQuote(
   trx: Db,
-  auth: Principal,
+  access: Access,
   input: QuoteInput & { external_id?: string | null },
-  actor: Actor,
 ): Promise<{ quote: QuoteJson; lines: LineJson[] }> {
-  const workspaceId = auth.workspace.id;
+  const workspaceId = access.workspaceId;
   await assertChannelExists(trx, workspaceId, input.channel_id);
-  await assertChannelAccess(trx, auth, input.channel_id, 'write');
-  const customer = await resolveCustomer(trx, workspaceId, input);
+  await assertChannelAccess(trx, access, input.channel_id, 'write');
+  const given = input.lines ?? [];
+  const { customer, variants } = await quoteReferences(trx, access, input, given.flatMap((l) => (l.sku ? [l.sku] : [])));
+  const lines = given.map((line, index) => ({ ord: index, ...priceLine(line, line.sku ? variants.get(line.sku) : undefined, `lines.${index}`) }));
   const publicToken = randomToken(24);
-  const [row] = await trx('quotes')
-    .insert({
-      workspace_id: workspaceId,
-      // A unique placeholder until the end: the numbering lock is then held only for the last statements.
-      quote_number: `pending:${publicToken}`,
-      customer_id: customer?.id ?? null,
-      customer_name: customer?.name ?? null,
-      customer_email: customer?.email ?? null,
-      channel_id: input.channel_id ?? null,
-      currency: input.currency ?? 'USD',
-      discount_amount: input.discount_amount ?? '0',
-      tax_rate: input.tax_rate ?? '0',
-      notes: input.notes ?? null,
-      valid_until: input.valid_until ?? null,
-      public_token: publicToken,
-      external_id: input.external_id ?? null,
-    })
-    .returning('id');
-  for (const [index, line] of (input.lines ?? []).entries()) await insertLine(trx, workspaceId, row.id, line, `lines.${index}`);
-  await recalculate(trx, workspaceId, row.id);
-  await scoped(trx, 'quotes', workspaceId).where({ id: row.id }).update({ quote_number: await nextQuoteNumber(trx, workspaceId) });
-  const quote = await quoteById(trx, workspaceId, row.id);
-  await recordActivity(trx, workspaceId, row.id, 'created', actor, `Quote ${quote.quote_number} created.`);
-  const lines = await linesOf(trx, workspaceId, row.id);
-  await emit(trx, workspaceId, 'quote.created', { quote, lines });
-  return { quote, lines };
+  const discount = input.discount_amount ?? '0';
+  const { rows } = await trx
+    .raw(
+      `with input as (
+         select * from json_to_recordset(?::json) as i(ord int, variant_id int, sku text, description text, quantity numeric, price numeric)
+       ), t as (
+         select coalesce(sum(round(quantity * price, 2)), 0) as subtotal, ?::numeric as discount, ?::numeric as rate from input
+       ), quote as (
+         insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, channel_id, currency, notes, valid_until,
+                             public_token, external_id, discount_amount, tax_rate, subtotal, tax_amount, total)
+         select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, t.discount, t.rate, t.subtotal, round((t.subtotal - t.discount) * t.rate / 100, 2),
+                t.subtotal - t.discount + round((t.subtotal - t.discount) * t.rate / 100, 2)
+         from t where t.discount <= t.subtotal
+         returning id
+       ), inserted as (
+         insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
+         select ?, quote.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
+         from quote, input i order by i.ord
+         returning quote_lines.id, ${lineJson('quote_lines')} as json
+       )
+       select (select id from quote) as id, t.subtotal::text as subtotal, (select json_agg(json order by id) from inserted) as lines from t`,
+      [
+        JSON.stringify(lines), discount, input.tax_rate ?? '0',
+        // A unique placeholder until the number is taken at the end.
+        workspaceId, `pending:${publicToken}`, customer?.id ?? null, customer?.name ?? null, customer?.email ?? null, input.channel_id ?? null,
+        input.currency ?? 'USD', input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
+        workspaceId,
+      ],
+    )
+    .catch(totalOverflow('lines'));
+  const created = rows[0];
+  if (created.id === null) throw tooMuchDiscount(discount, created.subtotal);
+  const quoteLines: LineJson[] = created.lines ?? [];
+  const quote = await takeQuoteNumber(trx, access, created.id, quoteLines);
+  return { quote, lines: quoteLines };
+}
+
+/**
+ * `Q-<year>-<6 digits>`, gap-free per workspace and year: the counter row stays locked until the
+ * creating transaction ends. One statement numbers the quote, records the `created` activity and
+ * emits `quote.created` (the quote as numbered, with `lines`); returns the quote.
+ */
+async function takeQuoteNumber(trx: Db, access: Access, quoteId: number, lines: LineJson[]): Promise<QuoteJson> {
+  const year = new Date().getUTCFullYear();
+  // The event's data as `emit` would write it, JSON.stringify({quote, lines}): api_json is that compact text.
+  const data = { from: 'q', data: `('{"quote":' || q.api_json || ',"lines":' || ?::text || '}')::json`, bindings: [JSON.stringify(lines)] };
+  return emitWithin(trx, access, 'quote.created', data, async (event) => {
+    const { rows } = await trx.raw(
+      `with n as (
+         insert into quote_numbers (workspace_id, year, last_number) values (?, ?, 1)
+         on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1
+         returning last_number::text as last
+       ), q as (
+         update quotes set quote_number = ? || lpad(n.last, greatest(6, length(n.last)), '0') from n
+         where quotes.id = ? and quotes.workspace_id = ?
+         returning quotes.quote_number, quotes.api_json
+       ), a as (
+         insert into quote_activities (workspace_id, quote_id, type, actor, message)
+         select ?, ?, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
+       )${event ? `, ${event.ctes}` : ''}
+       select api_json::json as quote${event ? `, ${event.column}` : ''} from q`,
+      [access.workspaceId, year, `Q-${year}-`, quoteId, access.workspaceId, access.workspaceId, quoteId, access.actor, ...(event?.bindings ?? [])],
+    );
+    return rows[0].quote as QuoteJson;
+  });
 }
 
 /** `POST /quotes/external`: idempotent on external_id (the first quote is returned, 200). */
 export async function createExternalQuote(
   trx: Db,
-  auth: Principal,
+  access: Access,
   input: QuoteInput & { external_id?: string | null },
 ): Promise<{ quote: QuoteJson; lines: LineJson[]; created: boolean }> {
   if (input.external_id) {
     // Serialises concurrent creates with the same external_id in this workspace.
-    await trx.raw('select pg_advisory_xact_lock(hashtext(?), ?)', [`quote-external:${input.external_id}`, auth.workspace.id]);
-    const existing = await scoped(trx, 'quotes', auth.workspace.id).where({ external_id: input.external_id }).first('id');
-    if (existing) return { quote: await quoteById(trx, auth.workspace.id, existing.id), lines: await linesOf(trx, auth.workspace.id, existing.id), created: false };
+    await trx.raw('select pg_advisory_xact_lock(hashtext(?), ?)', [`quote-external:${input.external_id}`, access.workspaceId]);
+    const existing = await scoped(trx, 'quotes', access.workspaceId).where({ external_id: input.external_id }).first('id');
+    if (existing) return { quote: await quoteById(trx, access, existing.id), lines: await linesOf(trx, access, existing.id), created: false };
   }
-  return { ...(await createQuote(trx, auth, input, 'api')), created: true };
+  return { ...(await createQuote(trx, access, input)), created: true };
 }
 
 function assertDraft(quote: QuoteJson): void {
@@ -249,37 +343,37 @@ function assertDraft(quote: QuoteJson): void {
 }
 
 /** Discount, tax rate, currency, notes and validity of a draft; `quote.updated`. */
-export async function updateQuote(trx: Db, auth: Principal, id: number, changes: QuoteChanges, actor: Actor): Promise<QuoteJson> {
-  const quote = await accessibleQuote(trx, auth, id, 'write', true);
+export async function updateQuote(trx: Db, access: Access, id: number, changes: QuoteChanges): Promise<QuoteJson> {
+  const quote = await accessibleQuote(trx, access, id, 'write', true);
   assertDraft(quote);
   const given = givenFields(changes);
   if (Object.keys(given).length === 0) return quote;
   const values = { ...given };
   if ('discount_amount' in values && values.discount_amount === null) values.discount_amount = '0';
   if ('tax_rate' in values && values.tax_rate === null) values.tax_rate = '0';
-  await scoped(trx, 'quotes', auth.workspace.id).where({ id }).update({ ...values, updated_at: trx.fn.now() });
-  await recalculate(trx, auth.workspace.id, id, 'tax_rate' in given ? 'tax_rate' : 'discount_amount');
-  const updated = await quoteById(trx, auth.workspace.id, id);
-  await recordActivity(trx, auth.workspace.id, id, 'updated', actor, `Changed ${Object.keys(given).join(', ')}.`);
-  await emit(trx, auth.workspace.id, 'quote.updated', { quote: updated });
+  await scoped(trx, 'quotes', access.workspaceId).where({ id }).update({ ...values, updated_at: trx.fn.now() });
+  await recalculate(trx, access.workspaceId, id, 'tax_rate' in given ? 'tax_rate' : 'discount_amount');
+  const updated = await quoteById(trx, access, id);
+  await recordActivity(trx, access, id, 'updated', `Changed ${Object.keys(given).join(', ')}.`);
+  await emit(trx, access, 'quote.updated', { quote: updated });
   return updated;
 }
 
 /** Hard delete; `quote.deleted` carries the snapshot taken before removal. */
-export async function deleteQuote(trx: Db, auth: Principal, id: number): Promise<QuoteJson> {
-  const quote = await accessibleQuote(trx, auth, id, 'write', true);
-  await scoped(trx, 'orders', auth.workspace.id).where({ quote_id: id }).update({ quote_id: null });
-  await scoped(trx, 'quotes', auth.workspace.id).where({ id }).delete();
-  await emit(trx, auth.workspace.id, 'quote.deleted', { quote });
+export async function deleteQuote(trx: Db, access: Access, id: number): Promise<QuoteJson> {
+  const quote = await accessibleQuote(trx, access, id, 'write', true);
+  await scoped(trx, 'orders', access.workspaceId).where({ quote_id: id }).update({ quote_id: null });
+  await scoped(trx, 'quotes', access.workspaceId).where({ id }).delete();
+  await emit(trx, access, 'quote.deleted', { quote });
   return quote;
 }
 
-export async function addLine(trx: Db, auth: Principal, quoteId: number, line: LineInput, actor: Actor) {
-  const quote = await accessibleQuote(trx, auth, quoteId, 'write', true);
+export async function addLine(trx: Db, access: Access, quoteId: number, line: LineInput) {
+  const quote = await accessibleQuote(trx, access, quoteId, 'write', true);
   assertDraft(quote);
   // The body is the line itself: a missing price is 422 naming `price`.
-  const lineId = await insertLine(trx, auth.workspace.id, quoteId, line, '');
-  return afterLineChange(trx, auth.workspace.id, quoteId, lineId, 'line_added', actor);
+  const lineId = await insertLine(trx, access.workspaceId, quoteId, line, '');
+  return afterLineChange(trx, access, quoteId, lineId, 'line_added');
 }
 
 async function lineOf(trx: Db, workspaceId: number, quoteId: number, lineId: number) {
@@ -288,24 +382,24 @@ async function lineOf(trx: Db, workspaceId: number, quoteId: number, lineId: num
   return row as { sku: string | null; price: string; json: LineJson };
 }
 
-export async function updateLine(trx: Db, auth: Principal, quoteId: number, lineId: number, changes: LineChanges, actor: Actor) {
-  const quote = await accessibleQuote(trx, auth, quoteId, 'write', true);
+export async function updateLine(trx: Db, access: Access, quoteId: number, lineId: number, changes: LineChanges) {
+  const quote = await accessibleQuote(trx, access, quoteId, 'write', true);
   assertDraft(quote);
-  const current = await lineOf(trx, auth.workspace.id, quoteId, lineId);
+  const current = await lineOf(trx, access.workspaceId, quoteId, lineId);
   const given = givenFields(changes);
   if (Object.keys(given).length === 0) return { quote, line: current.json };
   assertLineFits(given.quantity ?? String(current.json.quantity), given.price ?? current.price, 'quantity');
   const values: Record<string, unknown> = { ...given };
   if (given.sku !== undefined && given.price === undefined && given.sku !== current.sku) {
     // A new SKU naming a variant brings its price, as on creation; otherwise the price stays.
-    const variant = given.sku ? await scoped(trx, 'variants', auth.workspace.id).where({ sku: given.sku }).first('id', 'price') : undefined;
+    const variant = given.sku ? await scoped(trx, 'variants', access.workspaceId).where({ sku: given.sku }).first('id', 'price') : undefined;
     values.variant_id = variant?.id ?? null;
     if (variant?.price !== null && variant?.price !== undefined) values.price = String(variant.price);
   }
-  await scoped(trx, 'quote_lines', auth.workspace.id)
+  await scoped(trx, 'quote_lines', access.workspaceId)
     .where({ id: lineId, quote_id: quoteId })
     .update({ ...values, updated_at: trx.fn.now() });
-  await scoped(trx, 'quote_lines', auth.workspace.id)
+  await scoped(trx, 'quote_lines', access.workspaceId)
     .where({ id: lineId })
     .update({ line_total: trx.raw('round(quantity * price, 2)') })
     .catch((err: unknown) => {
@@ -313,27 +407,27 @@ export async function updateLine(trx: Db, auth: Principal, quoteId: number, line
       if (isNumericOverflow(err)) throw new Validation('quantity', 'quantity: quantity × price must be less than 1000000000000.');
       throw err;
     });
-  return afterLineChange(trx, auth.workspace.id, quoteId, lineId, 'line_updated', actor);
+  return afterLineChange(trx, access, quoteId, lineId, 'line_updated');
 }
 
-export async function removeLine(trx: Db, auth: Principal, quoteId: number, lineId: number, actor: Actor) {
-  const quote = await accessibleQuote(trx, auth, quoteId, 'write', true);
+export async function removeLine(trx: Db, access: Access, quoteId: number, lineId: number) {
+  const quote = await accessibleQuote(trx, access, quoteId, 'write', true);
   assertDraft(quote);
-  const { json: line } = await lineOf(trx, auth.workspace.id, quoteId, lineId);
-  await scoped(trx, 'quote_lines', auth.workspace.id).where({ id: lineId }).delete();
-  await recalculate(trx, auth.workspace.id, quoteId);
-  await recordActivity(trx, auth.workspace.id, quoteId, 'line_removed', actor, `Removed line ${line.sku ?? line.description ?? lineId}.`);
-  await emit(trx, auth.workspace.id, 'quote.line_removed', { quote_id: quoteId, line_id: lineId });
-  return { quote: await quoteById(trx, auth.workspace.id, quoteId), line };
+  const { json: line } = await lineOf(trx, access.workspaceId, quoteId, lineId);
+  await scoped(trx, 'quote_lines', access.workspaceId).where({ id: lineId }).delete();
+  await recalculate(trx, access.workspaceId, quoteId);
+  await recordActivity(trx, access, quoteId, 'line_removed', `Removed line ${line.sku ?? line.description ?? lineId}.`);
+  await emit(trx, access, 'quote.line_removed', { quote_id: quoteId, line_id: lineId });
+  return { quote: await quoteById(trx, access, quoteId), line };
 }
 
-async function afterLineChange(trx: Db, workspaceId: number, quoteId: number, lineId: number, type: 'line_added' | 'line_updated', actor: Actor) {
-  await recalculate(trx, workspaceId, quoteId, 'quantity');
-  const { json: line } = await lineOf(trx, workspaceId, quoteId, lineId);
+async function afterLineChange(trx: Db, access: Access, quoteId: number, lineId: number, type: 'line_added' | 'line_updated') {
+  await recalculate(trx, access.workspaceId, quoteId, 'quantity');
+  const { json: line } = await lineOf(trx, access.workspaceId, quoteId, lineId);
   const verb = type === 'line_added' ? 'Added' : 'Changed';
-  await recordActivity(trx, workspaceId, quoteId, type, actor, `${verb} line ${line.sku ?? line.description ?? lineId}.`);
-  await emit(trx, workspaceId, `quote.${type}`, { quote_id: quoteId, line });
-  return { quote: await quoteById(trx, workspaceId, quoteId), line };
+  await recordActivity(trx, access, quoteId, type, `${verb} line ${line.sku ?? line.description ?? lineId}.`);
+  await emit(trx, access, `quote.${type}`, { quote_id: quoteId, line });
+  return { quote: await quoteById(trx, access, quoteId), line };
 }
 
 /** 409 naming the current status unless the addendum allows the quote to become `to`. */
@@ -347,24 +441,24 @@ export function assertTransition(quote: QuoteJson, to: QuoteStatus): void {
  * Moves the quote to `to` if the addendum allows it (409 naming the current status otherwise),
  * stamps the time, writes the activity and emits the event named after the new status.
  */
-export async function transition(trx: Db, workspaceId: number, quote: QuoteJson, to: QuoteStatus, actor: Actor, message?: string): Promise<QuoteJson> {
+export async function transition(trx: Db, access: Access, quote: QuoteJson, to: QuoteStatus, message?: string): Promise<QuoteJson> {
   assertTransition(quote, to);
   const stamp = timestampOf[to];
-  await scoped(trx, 'quotes', workspaceId)
+  await scoped(trx, 'quotes', access.workspaceId)
     .where({ id: quote.id })
     .update({ status: to, ...(stamp ? { [stamp]: trx.fn.now() } : {}), updated_at: trx.fn.now() });
-  const updated = await quoteById(trx, workspaceId, quote.id);
-  await recordActivity(trx, workspaceId, quote.id, to, actor, message ?? `Quote ${quote.quote_number} ${to}.`);
-  await emit(trx, workspaceId, `quote.${to}` as 'quote.sent', { quote: updated });
+  const updated = await quoteById(trx, access, quote.id);
+  await recordActivity(trx, access, quote.id, to, message ?? `Quote ${quote.quote_number} ${to}.`);
+  await emit(trx, access, `quote.${to}` as 'quote.sent', { quote: updated });
   return updated;
 }
 
 /** A transition requested through the API by a signed-in user (write access to the quote's channel). */
-export async function transitionQuote(trx: Db, auth: Principal, id: number, to: QuoteStatus, actor: Actor): Promise<QuoteJson> {
-  const quote = await accessibleQuote(trx, auth, id, 'write', true);
-  return transition(trx, auth.workspace.id, quote, to, actor);
+export async function transitionQuote(trx: Db, access: Access, id: number, to: QuoteStatus): Promise<QuoteJson> {
+  const quote = await accessibleQuote(trx, access, id, 'write', true);
+  return transition(trx, access, quote, to);
 }
 
-export async function lockedQuoteForUser(trx: Db, auth: Principal, id: number): Promise<QuoteJson> {
-  return accessibleQuote(trx, auth, id, 'write', true);
+export async function lockedQuoteForUser(trx: Db, access: Access, id: number): Promise<QuoteJson> {
+  return accessibleQuote(trx, access, id, 'write', true);
 }

@@ -11,27 +11,65 @@ for (const [address, prefix] of [
 ] as const) {
   forbidden.addSubnet(address, prefix, 'ipv4');
 }
-for (const [address, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) {
+for (const [address, prefix] of [
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  // Teredo hides the client's IPv4 (XOR-ed) and names a relay: refused whole rather than decoded.
+  ['2001::', 32],
+  // Local-use NAT64 (RFC 8215) translates into a network of the operator's choosing.
+  ['64:ff9b:1::', 48],
+] as const) {
   forbidden.addSubnet(address, prefix, 'ipv6');
+}
+
+/**
+ * The IPv4 address an IPv6 address stands for, where the prefix says it embeds one: IPv4-mapped
+ * (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96) and the deprecated IPv4-compatible (::/96) forms,
+ * well-known NAT64 (64:ff9b::/96) and 6to4 (2002::/16). Reaching such an address reaches that IPv4
+ * host, so the IPv4 policy applies.
+ */
+export function embeddedIpv4(address: string): string | undefined {
+  if (isIP(address) !== 6) return undefined;
+  const g = ipv6Groups(address);
+  const quad = (high: number, low: number) => [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
+  const zero = (from: number, to: number) => g.slice(from, to).every((group) => group === 0);
+  if (zero(0, 5) && (g[5] === 0xffff || g[5] === 0)) return quad(g[6], g[7]);
+  if (zero(0, 4) && g[4] === 0xffff && g[5] === 0) return quad(g[6], g[7]); // IPv4-translated (SIIT)
+  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) return quad(g[6], g[7]);
+  if (g[0] === 0x2002) return quad(g[1], g[2]);
+  return undefined;
+}
+
+/** The eight 16-bit groups; URL parsing first brings every spelling (dotted tail, case, zeros) to one form. */
+function ipv6Groups(address: string): number[] {
+  const host = new URL(`http://[${address.replace(/%.*$/, '')}]/`).hostname.slice(1, -1);
+  const [head, tail] = host.split('::');
+  const part = (text: string | undefined) => (text ? text.split(':') : []);
+  const groups = tail === undefined ? part(head) : [...part(head), ...Array<string>(8 - part(head).length - part(tail).length).fill('0'), ...part(tail)];
+  return groups.map((group) => parseInt(group, 16));
 }
 
 export class OutboundRefused extends Error {}
 
-/** Checks one resolved address; allowed CIDRs (OUTBOUND_ALLOWED_CIDRS) win over the forbidden ranges. */
+/**
+ * Checks one resolved address; allowed CIDRs (OUTBOUND_ALLOWED_CIDRS) win over the forbidden ranges.
+ * An IPv6 address that embeds an IPv4 one (see embeddedIpv4) is judged by that IPv4 address too.
+ */
 export function outboundPolicy(allowedCidrs: string[]): (address: string) => void {
   const allowed = new BlockList();
   for (const cidr of allowedCidrs) {
     const [address, bits] = cidr.split('/');
     allowed.addSubnet(address, Number(bits), isIP(address) === 6 ? 'ipv6' : 'ipv4');
   }
+  const refuse = (address: string, embedded?: string) =>
+    new OutboundRefused(
+      `refused to connect to ${address}${embedded ? ` (which embeds ${embedded})` : ''}: a private, loopback, link-local or tunnel address (allow it with OUTBOUND_ALLOWED_CIDRS)`,
+    );
   return (address) => {
     const family: 'ipv4' | 'ipv6' = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-    const mapped = family === 'ipv6' ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] : undefined;
-    const [checked, checkedFamily]: [string, 'ipv4' | 'ipv6'] = mapped ? [mapped, 'ipv4'] : [address, family];
-    if (allowed.check(checked, checkedFamily)) return;
-    if (forbidden.check(checked, checkedFamily)) {
-      throw new OutboundRefused(`refused to connect to ${address}: a private, loopback or link-local address (allow it with OUTBOUND_ALLOWED_CIDRS)`);
-    }
+    if (allowed.check(address, family)) return;
+    if (forbidden.check(address, family)) throw refuse(address);
+    const embedded = embeddedIpv4(address);
+    if (embedded && !allowed.check(embedded, 'ipv4') && forbidden.check(embedded, 'ipv4')) throw refuse(address, embedded);
   };
 }
 
@@ -94,34 +132,46 @@ export function post(url: string, body: string, options: PostOptions): Promise<P
       return resolve({ status: null, body: null, error: (err as Error).message });
     }
     const client = target.protocol === 'https:' ? https : http;
-    const request = client.request(target, {
-      method: 'POST',
-      headers: { ...options.headers, 'Content-Length': String(Buffer.byteLength(body)) },
-      agent: target.protocol === 'https:' ? options.agents.https : options.agents.http,
-    });
+    let request: http.ClientRequest;
     const timer = setTimeout(() => {
       request.destroy(new Error(`timed out after ${options.timeoutMs / 1000} s`));
     }, options.timeoutMs);
-    request.on('error', (err) => finish({ status: null, body: null, error: err.message }));
-    request.on('response', (response) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const done = () => {
-        const text = Buffer.concat(chunks).subarray(0, options.maxBody).toString('utf8').replace(/\u0000/g, '');
-        finish({ status: response.statusCode ?? null, body: text, error: null });
-      };
-      response.on('data', (chunk: Buffer) => {
-        if (size >= options.maxBody) return;
-        chunks.push(chunk);
-        size += chunk.length;
-        if (size >= options.maxBody) {
-          done();
-          response.destroy(); // the rest is not kept, so it is not read
-        }
+    const send = (retry: boolean) => {
+      request = client.request(target, {
+        method: 'POST',
+        headers: { ...options.headers, 'Content-Length': String(Buffer.byteLength(body)) },
+        agent: target.protocol === 'https:' ? options.agents.https : options.agents.http,
       });
-      response.on('end', done);
-      response.on('error', (err) => finish({ status: response.statusCode ?? null, body: null, error: err.message }));
-    });
-    request.end(body);
+      let answered = false;
+      request.on('error', (err: NodeJS.ErrnoException) => {
+        // A kept-alive connection the receiver closed while idle fails as soon as it is reused (the
+        // close and our request crossed on the wire). The receiver never read that request, so it is
+        // sent once more on a new connection, as Node's documentation advises; any other error counts.
+        if (retry && !answered && request.reusedSocket && err.code === 'ECONNRESET') return send(false);
+        finish({ status: null, body: null, error: err.message });
+      });
+      request.on('response', (response) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const done = () => {
+          const text = Buffer.concat(chunks).subarray(0, options.maxBody).toString('utf8').replace(/\u0000/g, '');
+          finish({ status: response.statusCode ?? null, body: text, error: null });
+        };
+        response.on('data', (chunk: Buffer) => {
+          if (size >= options.maxBody) return;
+          chunks.push(chunk);
+          size += chunk.length;
+          if (size >= options.maxBody) {
+            done();
+            response.destroy(); // the rest is not kept, so it is not read
+          }
+        });
+        response.on('end', done);
+        response.on('error', (err) => finish({ status: response.statusCode ?? null, body: null, error: err.message }));
+      });
+      request.end(body);
+    };
+    send(true);
   });
 }

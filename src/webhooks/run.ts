@@ -1,16 +1,24 @@
 import type { Database } from '../db/database.js';
 import { errorFields, log } from '../log.js';
-import { WEBHOOK_CHANNEL } from './service.js';
+import { WEBHOOK_CHANNEL } from '../events/outbox.js';
 import { DeliveryWorker, type RunSummary, type WorkerSettings } from './worker.js';
+
+/** How often housekeeping runs (and a watching worker logs what it attempted). */
+const HOUSEKEEPING_MS = 5000;
 
 function logSummary(summary: RunSummary): void {
   if (summary.claimed) log.info('deliveries', { ...summary });
 }
 
+function housekeep(worker: DeliveryWorker): Promise<void> {
+  return worker.housekeep().catch((err) => log.error('delivery housekeeping failed', errorFields(err)));
+}
+
 /**
- * `quoting worker --watch`: drains batch after batch; when the queue is empty, sleeps until a new
- * delivery is announced (NOTIFY after the emitting commit) or a second has passed (retries come
- * due with time, not with a notification).
+ * `quoting worker --watch`: the worker's pipeline runs until the signal; when a claim finds less than a
+ * batch, the next waits until a new delivery is announced (NOTIFY after the emitting commit) or a second has
+ * passed (retries come due with time, not with a notification). Housekeeping runs at start and every few
+ * seconds, apart from the claims.
  */
 export async function watchDeliveries(database: Database, settings: WorkerSettings, signal: AbortSignal): Promise<void> {
   const worker = new DeliveryWorker(database.knex, settings);
@@ -22,19 +30,8 @@ export async function watchDeliveries(database: Database, settings: WorkerSettin
   });
   const onAbort = () => wake();
   signal.addEventListener('abort', onAbort);
-  try {
-    while (!signal.aborted) {
-      announced = false;
-      let summary: RunSummary;
-      try {
-        summary = await worker.runOnce({ pipelined: true });
-        logSummary(summary);
-      } catch (err) {
-        log.error('delivery run failed', errorFields(err));
-        summary = { claimed: 0, succeeded: 0, failed: 0, dead: 0 };
-      }
-      // A stop asked for during the run ends the loop now, not after another second's wait.
-      if (summary.claimed >= settings.batch || announced || signal.aborted) continue;
+  const waitForWork = async () => {
+    if (!announced && !signal.aborted) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 1000);
         wake = () => {
@@ -44,26 +41,43 @@ export async function watchDeliveries(database: Database, settings: WorkerSettin
       });
       wake = () => {};
     }
+    // Cleared before the claim that follows, so an announcement made during that claim is not missed.
+    announced = false;
+  };
+  await housekeep(worker);
+  const schedule = setInterval(() => {
+    logSummary(worker.takeSummary());
+    void housekeep(worker);
+  }, HOUSEKEEPING_MS);
+  try {
+    await worker.runContinuously(signal, waitForWork);
   } finally {
+    clearInterval(schedule);
     signal.removeEventListener('abort', onAbort);
     await stopListening();
-    await worker.stop();
+    logSummary(worker.takeSummary());
     worker.close();
   }
 }
 
 /**
  * The in-process worker of `quoting serve` on the embedded database (where no second process may
- * open the data): a node-cron schedule runs a batch every second, never two at once.
+ * open the data): a node-cron schedule runs a batch every second, never two at once, and housekeeping
+ * at the first tick and every few seconds.
  */
 export async function scheduleDeliveries(database: Database, settings: WorkerSettings): Promise<() => Promise<void>> {
   const { default: cron } = await import('node-cron');
   const worker = new DeliveryWorker(database.knex, settings);
   let running: Promise<void> | null = null;
+  let housekeptAt = -Infinity;
   const task = cron.schedule('* * * * * *', () => {
     running ??= (async () => {
       try {
-        for (let summary = await worker.runOnce(); ; summary = await worker.runOnce()) {
+        if (Date.now() - housekeptAt >= HOUSEKEEPING_MS) {
+          housekeptAt = Date.now();
+          await housekeep(worker);
+        }
+        for (let summary = await worker.runOnce({ housekeeping: false }); ; summary = await worker.runOnce({ housekeeping: false })) {
           logSummary(summary);
           if (summary.claimed < settings.batch) break;
         }

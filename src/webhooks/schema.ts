@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { booleanInput, optionalText } from '../http/validate.js';
-import { id, timestamp } from '../http/schemas.js';
-import { eventTypes } from '../events/emit.js';
+import { booleanInput, optionalText } from '../schema/input.js';
+import { id, timestamp } from '../schema/output.js';
+import { eventTypes } from '../events/outbox.js';
 
 const prefixes = [...new Set(eventTypes.map((type) => `${type.split('.')[0]}.*`))];
 const validFilters = new Set<string>(['*', ...prefixes, ...eventTypes]);
@@ -58,7 +58,7 @@ export const subscriptionOut = z.object({
   updated_at: timestamp,
   signing_secret: z.string().optional().describe('whsec_…: only on creation and rotation'),
   previous_secret_expires_at: timestamp.nullable().optional().describe('Until then the previous secret also signs (rotation with overlap_seconds)'),
-});
+}).meta({ id: 'Subscription' });
 
 export const deliveryOut = z.object({
   id,
@@ -74,4 +74,4 @@ export const deliveryOut = z.object({
   created_at: timestamp,
   updated_at: timestamp,
   delivered_at: timestamp.nullable(),
-});
+}).meta({ id: 'Delivery' });

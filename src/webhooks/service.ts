@@ -1,10 +1,10 @@
+import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { scoped } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import { randomToken } from '../auth/crypto.js';
-import { givenFields } from '../http/validate.js';
-
-export const WEBHOOK_CHANNEL = 'quoting_webhooks';
+import { givenFields } from '../db/fields.js';
+import { WEBHOOK_CHANNEL } from '../events/outbox.js';
 
 const subscriptionJson = (s = 's') =>
   `json_build_object('id', ${s}.id, 'organization_id', ${s}.workspace_id, 'url', ${s}.url, 'event_types', to_json(${s}.event_types), ` +
@@ -27,43 +27,43 @@ async function getSubscription(db: Db, workspaceId: number, id: number): Promise
   return row.json;
 }
 
-export async function listSubscriptions(db: Db, workspaceId: number): Promise<SubscriptionJson[]> {
-  const rows = await scoped(db, 'webhook_subscriptions as s', workspaceId).orderBy('s.id').select(db.raw(`${subscriptionJson()} as json`));
+export async function listSubscriptions(db: Db, access: Access): Promise<SubscriptionJson[]> {
+  const rows = await scoped(db, 'webhook_subscriptions as s', access.workspaceId).orderBy('s.id').select(db.raw(`${subscriptionJson()} as json`));
   return rows.map((r: { json: SubscriptionJson }) => r.json);
 }
 
 /** Creates a subscription; the signing secret is returned this once (and on rotation). */
 export async function createSubscription(
   db: Db,
-  workspaceId: number,
+  access: Access,
   input: { url: string; event_types?: string[]; description?: string | null },
 ): Promise<SubscriptionJson> {
   const secret = newSecret();
   const [row] = await db('webhook_subscriptions')
-    .insert({ workspace_id: workspaceId, url: input.url, event_types: input.event_types ?? ['*'], description: input.description ?? null, signing_secret: secret })
+    .insert({ workspace_id: access.workspaceId, url: input.url, event_types: input.event_types ?? ['*'], description: input.description ?? null, signing_secret: secret })
     .returning('id');
-  return { ...(await getSubscription(db, workspaceId, row.id)), signing_secret: secret };
+  return { ...(await getSubscription(db, access.workspaceId, row.id)), signing_secret: secret };
 }
 
 /** Partial update. Pausing (active false) marks the subscription's pending and failed deliveries dead. */
 export async function updateSubscription(
   trx: Db,
-  workspaceId: number,
+  access: Access,
   id: number,
   input: { url?: string; event_types?: string[]; description?: string | null; active?: boolean },
 ): Promise<SubscriptionJson> {
   const changes = givenFields(input);
-  const updated = await scoped(trx, 'webhook_subscriptions', workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
+  const updated = await scoped(trx, 'webhook_subscriptions', access.workspaceId).where({ id }).update({ ...changes, updated_at: trx.fn.now() });
   if (!updated) throw new NotFound('Webhook subscription not found.');
-  if (input.active === false) await killOpenDeliveries(trx, workspaceId, id, 'The subscription was paused.');
-  return getSubscription(trx, workspaceId, id);
+  if (input.active === false) await killOpenDeliveries(trx, access.workspaceId, id, 'The subscription was paused.');
+  return getSubscription(trx, access.workspaceId, id);
 }
 
 /** Deletes the subscription for good; its pending and failed deliveries become dead (and stay as history). */
-export async function deleteSubscription(trx: Db, workspaceId: number, id: number): Promise<SubscriptionJson> {
-  const subscription = await getSubscription(trx, workspaceId, id);
-  await scoped(trx, 'webhook_subscriptions', workspaceId).where({ id }).delete();
-  await killOpenDeliveries(trx, workspaceId, id, 'The subscription was deleted.');
+export async function deleteSubscription(trx: Db, access: Access, id: number): Promise<SubscriptionJson> {
+  const subscription = await getSubscription(trx, access.workspaceId, id);
+  await scoped(trx, 'webhook_subscriptions', access.workspaceId).where({ id }).delete();
+  await killOpenDeliveries(trx, access.workspaceId, id, 'The subscription was deleted.');
   return subscription;
 }
 
@@ -75,12 +75,12 @@ async function killOpenDeliveries(trx: Db, workspaceId: number, subscriptionId: 
 }
 
 /** A new secret, returned once; with `overlapSeconds` the old one keeps signing (a second v1=) until then. */
-export async function rotateSecret(trx: Db, workspaceId: number, id: number, overlapSeconds: number): Promise<SubscriptionJson> {
-  const current = await scoped(trx, 'webhook_subscriptions', workspaceId).where({ id }).forUpdate().first('signing_secret');
+export async function rotateSecret(trx: Db, access: Access, id: number, overlapSeconds: number): Promise<SubscriptionJson> {
+  const current = await scoped(trx, 'webhook_subscriptions', access.workspaceId).where({ id }).forUpdate().first('signing_secret');
   if (!current) throw new NotFound('Webhook subscription not found.');
   const secret = newSecret();
   const overlapping = overlapSeconds > 0;
-  const [row] = await scoped(trx, 'webhook_subscriptions', workspaceId)
+  const [row] = await scoped(trx, 'webhook_subscriptions', access.workspaceId)
     .where({ id })
     .update({
       signing_secret: secret,
@@ -89,28 +89,12 @@ export async function rotateSecret(trx: Db, workspaceId: number, id: number, ove
       updated_at: trx.fn.now(),
     })
     .returning(trx.raw('iso_time(previous_secret_expires_at) as expires'));
-  return { ...(await getSubscription(trx, workspaceId, id)), signing_secret: secret, previous_secret_expires_at: row.expires };
+  return { ...(await getSubscription(trx, access.workspaceId, id)), signing_secret: secret, previous_secret_expires_at: row.expires };
 }
 
-/**
- * Fan-out, inside the emitting transaction: one delivery per active subscription whose filter
- * matches ('*', the type's prefix such as 'quote.*', or the exact type; several matching entries
- * still make one row). Wakes watching workers once the transaction commits.
- */
-export async function enqueueDeliveries(trx: Db, workspaceId: number, eventId: string, type: string): Promise<void> {
-  const prefix = `${type.split('.')[0]}.*`;
-  const { rowCount } = await trx.raw(
-    `insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
-     select s.workspace_id, s.id, ?, ? from webhook_subscriptions s
-     where s.workspace_id = ? and s.active and s.event_types && array['*', ?, ?]::text[]`,
-    [eventId, type, workspaceId, type, prefix],
-  );
-  if (rowCount) await trx.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
-}
-
-export async function listDeliveries(db: Db, workspaceId: number, subscriptionId: number): Promise<DeliveryJson[]> {
-  await getSubscription(db, workspaceId, subscriptionId);
-  const rows = await scoped(db, 'webhook_deliveries as d', workspaceId)
+export async function listDeliveries(db: Db, access: Access, subscriptionId: number): Promise<DeliveryJson[]> {
+  await getSubscription(db, access.workspaceId, subscriptionId);
+  const rows = await scoped(db, 'webhook_deliveries as d', access.workspaceId)
     .where('d.subscription_id', subscriptionId)
     .orderBy('d.id', 'desc')
     .limit(50)
@@ -118,8 +102,8 @@ export async function listDeliveries(db: Db, workspaceId: number, subscriptionId
   return rows.map((r: { json: DeliveryJson }) => r.json);
 }
 
-export async function getDelivery(db: Db, workspaceId: number, id: number): Promise<DeliveryJson> {
-  const row = await scoped(db, 'webhook_deliveries as d', workspaceId).where('d.id', id).first(db.raw(`${deliveryJson('d', true)} as json`));
+export async function getDelivery(db: Db, access: Access, id: number): Promise<DeliveryJson> {
+  const row = await scoped(db, 'webhook_deliveries as d', access.workspaceId).where('d.id', id).first(db.raw(`${deliveryJson('d', true)} as json`));
   if (!row) throw new NotFound('Delivery not found.');
   return row.json;
 }
@@ -149,9 +133,9 @@ export async function resendDeliveries(
   return rows.map((r: { id: number }) => r.id);
 }
 
-export async function resendDelivery(db: Db, workspaceId: number, id: number): Promise<DeliveryJson> {
-  const delivery = await getDelivery(db, workspaceId, id);
-  const [requeued] = await resendDeliveries(db, { workspaceId, ids: [id] });
+export async function resendDelivery(db: Db, access: Access, id: number): Promise<DeliveryJson> {
+  const delivery = await getDelivery(db, access, id);
+  const [requeued] = await resendDeliveries(db, { workspaceId: access.workspaceId, ids: [id] });
   if (!requeued) {
     const leased = await db('webhook_deliveries').where({ id }).where('lease_expires_at', '>=', db.fn.now()).first('id');
     throw new Conflict(
@@ -160,5 +144,5 @@ export async function resendDelivery(db: Db, workspaceId: number, id: number): P
         : `Delivery ${delivery.id} cannot be resent: its subscription is paused or was deleted.`,
     );
   }
-  return getDelivery(db, workspaceId, id);
+  return getDelivery(db, access, id);
 }

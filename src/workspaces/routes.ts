@@ -47,7 +47,7 @@ export function workspaceRoutes(api: Api, { db, config, sessionCache }: AppDeps)
       method: 'get', path: '/auth/key', tag, auth: 'key',
       summary: 'Identify the workspace of a key: `Authorization: Public pk_live_…` or `Authorization: Bearer sk_live_…`',
       description: 'Lets an integration check its credentials. Returns only what is public about the workspace.',
-      response: z.object({ key_type: z.enum(['public', 'secret']), workspace: workspaceOut.pick({ id: true, name: true, slug: true, status: true }) }),
+      response: z.object({ key_type: z.enum(['public', 'secret']), workspace: workspaceOut.pick({ id: true, name: true, slug: true, status: true }).meta({ id: 'WorkspaceIdentity' }) }),
     },
     async ({ auth }) => {
       const { id, name, slug, status } = auth.workspace;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { timestamp, id } from '../http/schemas.js';
-import { requiredText } from '../http/validate.js';
+import { timestamp, id } from '../schema/output.js';
+import { requiredText } from '../schema/input.js';
 
 export const workspaceOut = z.object({
   id,
@@ -11,12 +11,12 @@ export const workspaceOut = z.object({
   public_key: z.string(),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'Workspace' });
 
 export const keysOut = z.object({
   public_key: z.string().describe('pk_live_…: safe to embed in web pages'),
   secret_key: z.string().describe('sk_live_…: shown this once; store it safely'),
-});
+}).meta({ id: 'Keys' });
 
 export const userOut = z.object({
   id,
@@ -26,7 +26,7 @@ export const userOut = z.object({
   role: z.enum(['owner', 'member']).nullable(),
   created_at: timestamp,
   updated_at: timestamp,
-});
+}).meta({ id: 'User' });
 
 export const slugInput = z
   .string()
@@ -41,7 +41,7 @@ export const createWorkspaceBody = z.object({
   slug: slugInput.optional(),
 });
 
-export const adminWorkspaceOut = workspaceOut.extend({ users: z.number().int(), owner_email: z.string().nullable() });
+export const adminWorkspaceOut = workspaceOut.extend({ users: z.number().int(), owner_email: z.string().nullable() }).meta({ id: 'AdminWorkspace' });
 
 export const adminWorkspacePatch = z.object({
   status: z.enum(['trialing', 'active', 'suspended']).optional(),

@@ -42,6 +42,9 @@ export async function createWorkspace(
 ): Promise<{ workspace: Workspace; keys: KeyPair }> {
   const owner = await db('users').where({ id: input.ownerId }).forUpdate().first('workspace_id');
   if (owner?.workspace_id) throw new Conflict('You already have a workspace.');
+  // Slugs are chosen by looking at the taken ones, so concurrent creations queue here until the
+  // chooser commits; otherwise two workspaces named alike would race for the same slug (a 409).
+  await db.raw('select pg_advisory_xact_lock(hashtext(?))', ['quoting:workspace-slugs']);
   let slug = input.slug;
   if (slug) {
     if (await db('workspaces').where({ slug }).first('id')) throw new Conflict(`The slug "${slug}" is already taken.`);

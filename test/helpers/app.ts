@@ -1,4 +1,5 @@
 import http from 'node:http';
+import test from 'ava';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -7,6 +8,8 @@ import { createMailer } from '../../src/mail/mailer.js';
 import { setLogLevel } from '../../src/log.js';
 import { SessionCache } from '../../src/auth/session-cache.js';
 import { Client } from './client.js';
+import { cookieProblems } from './cookies.js';
+import { PATIENCE_MS } from './patience.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 
 setLogLevel((process.env.TEST_LOG_LEVEL as 'debug') ?? 'silent');
@@ -22,17 +25,54 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The real app on an ephemeral port over a fresh database; `env` overrides settings. */
-export async function startApp(env: Record<string, string> = {}, database?: TestDatabase): Promise<TestApp> {
+export interface StartOptions {
+  /** The test provokes a 500 on purpose. */
+  allowServerErrors?: boolean;
+}
+
+/** Answers that broke the contract, in any app of this test file: a hook below fails the file on them. */
+const problems: string[] = [];
+
+test.after.always('every answer matched its documented response, no cookie lacked its flags, nothing answered 500', (t) => {
+  if (problems.length) t.fail(`the app broke its contract:\n${[...new Set(problems)].join('\n')}`);
+  else t.pass();
+});
+
+/**
+ * The real app on an ephemeral port over a fresh database; `env` overrides settings. Every success
+ * answer is checked against its route's response schema (see `checkResponses` in src/http/api.ts):
+ * a mismatch is a 500 and printed at once; it and any other 500 fail the test file's last hook.
+ */
+export async function startApp(env: Record<string, string> = {}, database?: TestDatabase, options: StartOptions = {}): Promise<TestApp> {
   const db = database ?? (await freshDatabase());
   const server = http.createServer();
+  // The client (fetch) reuses a connection for 4 s; a server closing idle ones after Node's 5 s can race
+  // it on a stalled event loop and the request fails with "fetch failed". Idle connections stay open.
+  server.keepAliveTimeout = PATIENCE_MS;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   const config = loadConfig({ APP_URL: url, PORT: String(port), ...env });
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   const sessionCache = new SessionCache();
-  server.on('request', createApp({ db: db.knex, config, mailer, sessionCache }).callback());
+  const checkResponses = (problem: string) => {
+    problems.push(problem);
+    process.stderr.write(`response contract: ${problem}\n`);
+  };
+  const handle = createApp({ db: db.knex, config, mailer, sessionCache, checkResponses }).callback();
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.on('finish', () => {
+      const route = `${req.method} ${req.url?.split('?')[0]}`;
+      if (res.statusCode === 500 && !options.allowServerErrors) problems.push(`${route} answered 500`);
+      // Every cookie the app sets, on any route, keeps the session cookie's flags.
+      const forwarded = String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim();
+      const https = config.TRUST_PROXY && forwarded === 'https';
+      for (const cookie of [res.getHeader('set-cookie') ?? []].flat()) {
+        for (const problem of cookieProblems(String(cookie), https)) problems.push(`${route}: ${problem}`);
+      }
+    });
+    return handle(req, res);
+  });
   return {
     url,
     db: db.knex,

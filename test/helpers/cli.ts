@@ -11,6 +11,7 @@ import { configSchema } from '../../src/config.js';
 import { openPostgres } from '../../src/db/database.js';
 import { migrateLatest } from '../../src/db/migrations.js';
 import { usingPostgres, withDatabase } from './database.js';
+import { PATIENCE_MS } from './patience.js';
 
 export { usingPostgres };
 
@@ -55,24 +56,28 @@ export interface CliOptions {
   /** Defaults to the temp directory, so a missing DATA_DIR never lands in the repository. */
   cwd?: string;
   timeoutMs?: number;
+  /** Written to the command's stdin (otherwise stdin is closed). */
+  input?: string;
 }
 
 function spawnCli(args: string[], options: CliOptions): ChildProcess {
-  return spawn(process.execPath, [bin, ...args], {
+  // As the launcher's shebang does: `--` keeps Node 20 from taking the program's own --env-file (nodejs/node#54232).
+  return spawn(process.execPath, ['--', bin, ...args], {
     cwd: options.cwd ?? os.tmpdir(),
     env: cliEnv(options.env),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
 }
 
-/** Runs `quoting <args>` to completion; killed (code null) after `timeoutMs`. */
+/** Runs `quoting <args>` to completion; killed (code null) after `timeoutMs` (a hang guard, PATIENCE_MS by default). */
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   const child = spawnCli(args, options);
+  if (options.input !== undefined) child.stdin!.end(options.input);
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 45_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? PATIENCE_MS);
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('close', (code, signal) => {
@@ -88,7 +93,7 @@ export interface Server {
   /** The "listening on" line. */
   banner: string;
   output(): { stdout: string; stderr: string };
-  /** Sends `signal` and waits for the exit (SIGKILL after 15 s). */
+  /** Sends `signal` and waits for the exit (SIGKILL after PATIENCE_MS). */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -104,7 +109,7 @@ export async function startServe(t: ExecutionContext, args: string[], options: C
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   const banner = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`quoting serve did not start within ${options.timeoutMs ?? 45_000} ms: ${stderr}`)), options.timeoutMs ?? 45_000);
+    const timer = setTimeout(() => reject(new Error(`quoting serve did not start within ${options.timeoutMs ?? PATIENCE_MS} ms: ${stderr}`)), options.timeoutMs ?? PATIENCE_MS);
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       stdout += chunk;
       const line = stdout.split('\n').find((l) => / listening on http:\/\//.test(l));
@@ -126,7 +131,7 @@ export async function startServe(t: ExecutionContext, args: string[], options: C
     output: () => ({ stdout, stderr }),
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), PATIENCE_MS);
       const result = await exited;
       clearTimeout(timer);
       return result;
@@ -162,7 +167,8 @@ function migratedTemplate(): Promise<string> {
   template ??= (async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-cli-template-'));
     process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-    const result = await runCli(['migrate'], { env: { DATA_DIR: dir } });
+    // Generous: a first PGlite start takes seconds alone, and far longer on a loaded machine.
+    const result = await runCli(['migrate'], { env: { DATA_DIR: dir }, timeoutMs: 300_000 });
     if (result.code !== 0) throw new Error(`could not prepare a migrated data directory: ${result.stderr}`);
     return dir;
   })();

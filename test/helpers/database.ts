@@ -4,9 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import knexFactory from 'knex';
-import { PGlite } from '@electric-sql/pglite';
 import { openPglite, openPostgres, type Database } from '../../src/db/database.js';
 import { migrateLatest } from '../../src/db/migrations.js';
+import { startPgliteThread } from '../../src/db/pglite-thread.js';
+import { PATIENCE_MS } from './patience.js';
 
 const migrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
@@ -28,7 +29,18 @@ export interface TestDatabase extends Database {
 
 /** A fresh, migrated database for one test file: in-memory PGlite, or PostgreSQL with TEST_DATABASE_URL. */
 export async function freshDatabase(): Promise<TestDatabase> {
-  return usingPostgres ? freshPostgres(process.env.TEST_DATABASE_URL!) : freshPglite();
+  return patient(usingPostgres ? await freshPostgres(process.env.TEST_DATABASE_URL!) : await freshPglite());
+}
+
+/**
+ * A request waiting for a pooled connection fails after knex's acquire timeout (10 s on PostgreSQL,
+ * 60 s on PGlite's single connection) and the app answers 503; on a loaded machine the queue can
+ * last that long. Tests wait as long as PATIENCE_MS instead.
+ */
+function patient(database: TestDatabase): TestDatabase {
+  const pool = (database.knex.client as { pool?: { acquireTimeoutMillis: number } }).pool;
+  if (pool) pool.acquireTimeoutMillis = PATIENCE_MS;
+  return database;
 }
 
 /** Migrating PGlite takes seconds; a migrated data directory is cached and loaded instead. */
@@ -36,7 +48,7 @@ async function freshPglite(): Promise<TestDatabase> {
   const cacheDir = path.join(os.tmpdir(), 'quoting-test-cache');
   const snapshot = path.join(cacheDir, `pglite-${migrationsHash()}.tar.gz`);
   if (!fs.existsSync(snapshot)) {
-    const pglite = new PGlite();
+    const pglite = await startPgliteThread();
     const db = await openPglite(pglite);
     await migrateLatest(db.knex);
     const dump = await pglite.dumpDataDir('gzip');
@@ -46,9 +58,8 @@ async function freshPglite(): Promise<TestDatabase> {
     fs.writeFileSync(tmp, Buffer.from(await dump.arrayBuffer()));
     fs.renameSync(tmp, snapshot);
   }
-  const pglite = new PGlite({ loadDataDir: new Blob([fs.readFileSync(snapshot)]) });
-  await pglite.waitReady;
-  return openPglite(pglite);
+  // In its own thread, as `quoting serve` runs it.
+  return openPglite(await startPgliteThread({ loadDataDir: new Uint8Array(fs.readFileSync(snapshot)) }));
 }
 
 /** Each test file gets its own database, copied from a migrated template. */

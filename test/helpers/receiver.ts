@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PATIENCE_MS } from './patience.js';
 
 export interface Received {
   headers: http.IncomingHttpHeaders;
@@ -65,8 +66,8 @@ export async function startReceiver(secrets: string[] = []) {
     respondWith(responder: Responder) {
       respond = responder;
     },
-    /** Resolves once `count` requests have arrived (or rejects after `ms`). */
-    async waitFor(count: number, ms = 10_000): Promise<Received[]> {
+    /** Resolves once `count` requests have arrived (or rejects after `ms`, a hang guard). */
+    async waitFor(count: number, ms = PATIENCE_MS): Promise<Received[]> {
       const deadline = Date.now() + ms;
       while (received.length < count) {
         if (Date.now() > deadline) throw new Error(`receiver got ${received.length} of ${count} requests in ${ms} ms`);

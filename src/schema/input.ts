@@ -1,21 +1,4 @@
 import { z } from 'zod';
-import { Validation } from '../errors.js';
-
-/** Parses input with a zod schema; the first problem becomes a 422 whose message names the field. */
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue.path.map(String).join('.') || 'body';
-  throw new Validation(field, describeIssue(field, issue));
-}
-
-function describeIssue(field: string, issue: z.core.$ZodIssue): string {
-  if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return `${field} is required.`;
-  if (issue.code === 'unrecognized_keys') return `Unknown field ${issue.keys.join(', ')}.`;
-  const message = issue.message.replace(/^Invalid input: /, '');
-  return `${field}: ${message.charAt(0).toLowerCase()}${message.slice(1)}${message.endsWith('.') ? '' : '.'}`;
-}
 
 /** Booleans as the spec reads them: true, 1, '1', 'true', 't', 'yes', 'on' are true; anything else is false. */
 export const booleanInput = z
@@ -47,7 +30,16 @@ export function storableJson(value: unknown): boolean {
   return true;
 }
 
-/** Optional free text: trimmed, at most `max` characters; an empty string or null clears the field. */
+/**
+ * Names, SKUs, ids and the like are printed on one line (mail headers and bodies, CSV, logs): a line
+ * break there could forge a line, so every control character is refused: C0 (tab, CR and LF included),
+ * DEL, C1, and the Unicode line and paragraph separators.
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const singleLine = (v: string | null | undefined) => v == null || !CONTROL.test(v);
+const singleLineMessage = 'must be a single line without control characters (no line breaks or tabs)';
+
+/** Optional free text, line breaks allowed (notes, descriptions): trimmed, at most `max` characters; an empty string or null clears the field. */
 export const optionalText = (max: number) =>
   z
     .union([z.string(), z.null()])
@@ -55,9 +47,17 @@ export const optionalText = (max: number) =>
     .pipe(z.string().max(max, `must be at most ${max} characters`).refine(noNul, noNulMessage).nullable())
     .optional();
 
-/** A required name-like text: trimmed, not empty. */
+/** Optional single-line text (a name, company, phone, SKU): as optionalText, without control characters. */
+export const optionalLine = (max: number) =>
+  z
+    .union([z.string(), z.null()])
+    .transform((v) => (v === null || v.trim() === '' ? null : v.trim()))
+    .pipe(z.string().max(max, `must be at most ${max} characters`).refine(singleLine, singleLineMessage).nullable())
+    .optional();
+
+/** A required name-like text: trimmed, not empty, a single line without control characters. */
 export const requiredText = (max: number) =>
-  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).refine(noNul, noNulMessage);
+  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).refine(singleLine, singleLineMessage);
 
 interface DecimalRules {
   /** Digits allowed after the point. */
@@ -190,32 +190,16 @@ export const filterInput = z
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
   .refine(noNul, noNulMessage);
 
+/** An enum list filter: exact match, empty ignored, anything else must be one of the values (422 naming the filter). */
+export const enumFilter = <T extends readonly [string, ...string[]]>(values: T, description = 'Exact match') =>
+  filterInput
+    .pipe(z.enum(values, { error: `must be one of ${values.join(', ')}` }).optional())
+    .meta({ type: 'string', enum: [...values], description });
+
 /** A list filter holding an id; empty is ignored, anything else must be an id (400-free: 422 naming it). */
 export const idFilterInput = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
-  .pipe(z.string().regex(/^[1-9]\d{0,9}$/, 'must be a positive integer id').transform(Number).optional());
-
-/** Whether quantity × price, rounded half-up to cents, stays below 10^12 (what numeric(14,2) holds); exact, in integers. */
-export function lineTotalFits(quantity: string, price: string): boolean {
-  const scaled = (text: string, scale: number) => {
-    const [whole, fraction = ''] = text.split('.');
-    return BigInt(whole + fraction.padEnd(scale, '0'));
-  };
-  const cents = (scaled(quantity, 3) * scaled(price, 2) + 500n) / 1000n;
-  return cents < 10n ** 14n;
-}
-
-/** PostgreSQL's numeric_value_out_of_range: a sum grew past what its column holds. */
-export function isNumericOverflow(err: unknown): boolean {
-  return (err as { code?: string }).code === '22003';
-}
-
-/**
- * The fields a partial update gives (PUT = PATCH): an omitted field parses to undefined and is left
- * out, so it keeps its value. `keys` limits the result to those fields (the editable columns).
- */
-export function givenFields<T extends object>(input: T, keys: readonly (keyof T)[] = Object.keys(input) as (keyof T)[]): Partial<T> {
-  return Object.fromEntries(keys.filter((key) => input[key] !== undefined).map((key) => [key, input[key]])) as Partial<T>;
-}
+  .pipe(z.string().regex(/^[1-9]\d{0,9}$/, 'must be a positive integer id').transform(Number).optional())
+  .meta({ type: 'integer', minimum: 1, description: 'Exact match on the id' });

@@ -1,0 +1,190 @@
+/**
+ * The embedded default under a long list: does the server still answer? A data directory is seeded with
+ * `--list-rows` quotes (and customers, products, orders), copied, and the copy grown to `--rows` of each.
+ * Then, on `quoting serve` over each copy, rounds alternate
+ *   (after one list fetched to warm the server up)
+ *   A: GET /healthz alone, sent every `--every` ms for `--seconds` (fixed rate: a stalled server is not
+ *      given fewer samples), latency of each;
+ *   B: the same sampler while the four lists of `--rows` rows (quotes, orders, customers, products) are
+ *      fetched one after another, over and over, for the same time;
+ * and GET /api/v1/quotes on the `--list-rows` copy (the whole body received, uncompressed).
+ * Prints p50/p99/max of /healthz alone and during the lists (target: p99 < 100 ms during), and the
+ * list's min/median/max (target < 1.5 s).
+ * With `--baseline-bin <another checkout>/bin/quoting` each round also runs the same on that build, on the
+ * same data directories, alternating with this one (baseline, this build, baseline, …).
+ *   node dist/bench/embedded.js [--rows 50000] [--list-rows 10000] [--rounds 3] [--seconds 10] [--every 20]
+ *                               [--baseline-bin ../other/bin/quoting]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Knex } from 'knex';
+import { openDatabase } from '../src/db/database.js';
+import { migrateLatest } from '../src/db/migrations.js';
+import { seedCustomers, seedProducts } from './lists-seed.js';
+import { seedOrders, seedQuotes } from './quotes-seed.js';
+import { bin, median, note, onCleanup, percentile, printTable, runBench, signUp, startChild, type ChildServer } from './lib.js';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '50000' },
+    'list-rows': { type: 'string', default: '10000' },
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '10' },
+    every: { type: 'string', default: '100' },
+    'baseline-bin': { type: 'string' },
+  },
+});
+const rounds = Math.max(3, Number(values.rounds));
+const rows = Number(values.rows);
+const listRows = Number(values['list-rows']);
+const seconds = Number(values.seconds);
+const every = Number(values.every);
+const LISTS = ['quotes', 'orders', 'customers', 'products'] as const;
+const TARGET = { healthzP99: 100, listMs: 1500 };
+
+const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
+const spread = (xs: number[]) => `${fmt(Math.min(...xs))} / ${fmt(median(xs))} / ${fmt(Math.max(...xs))}`;
+const latencies = (xs: number[]) => `${fmt(percentile(xs, 50))} / ${fmt(percentile(xs, 99))} / ${fmt(Math.max(...xs))}`;
+
+async function seed(knex: Knex, workspaceId: number, from: number, to: number): Promise<void> {
+  await seedCustomers(knex, workspaceId, from, to);
+  await seedProducts(knex, workspaceId, from, to);
+  await seedQuotes(knex, workspaceId, from, to);
+  await seedOrders(knex, workspaceId, from, to);
+}
+
+/** Grows the workspace of `email` in `dataDir` to `to` rows of each list; no server may hold it meanwhile. */
+async function grow(dataDir: string, email: string, from: number, to: number): Promise<void> {
+  const database = await openDatabase({ dataDir });
+  try {
+    await migrateLatest(database.knex);
+    const { rows: found } = await database.knex.raw('select workspace_id from users where email = ?', [email]);
+    const started = performance.now();
+    await seed(database.knex, found[0].workspace_id, from, to);
+    note(`seeded ${dataDir} to ${to} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  } finally {
+    await database.close();
+  }
+}
+
+function serve(quoting: string, dataDir: string): Promise<ChildServer> {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', DATA_DIR: dataDir };
+  for (const name of ['QUOTING_ENV_FILE', 'PORT', 'APP_URL', 'DATABASE_URL']) delete env[name];
+  return startChild([quoting, 'serve', '--port', '0'], env, `quoting serve (${quoting})`, 300_000);
+}
+
+/** Sends GET /healthz every `every` ms until `until` resolves; the latency of each (all answered 200). */
+async function sampleHealthz(url: string, until: Promise<unknown>): Promise<number[]> {
+  const samples: Promise<number>[] = [];
+  let done = false;
+  void until.finally(() => (done = true));
+  while (!done) {
+    const started = performance.now();
+    samples.push(
+      fetch(`${url}/healthz`).then(async (res) => {
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
+        return performance.now() - started;
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, every));
+  }
+  return Promise.all(samples);
+}
+
+/** Fetches the lists one after another until `stop`; how many were fetched. */
+async function fetchLists(url: string, cookie: string, stop: () => boolean): Promise<number> {
+  let fetched = 0;
+  while (!stop()) {
+    const list = LISTS[fetched % LISTS.length];
+    const res = await fetch(`${url}/api/v1/${list}`, { headers: { cookie, 'accept-encoding': 'identity' } });
+    const body = await res.arrayBuffer();
+    if (res.status !== 200 || body.byteLength < rows * 50) throw new Error(`GET /api/v1/${list}: ${res.status}, ${body.byteLength} bytes`);
+    fetched++;
+  }
+  return fetched;
+}
+
+interface Result {
+  build: string;
+  alone: number[];
+  during: number[];
+  listsFetched: number;
+  list: number[];
+}
+
+async function round(result: Result, quoting: string, big: string, small: string, cookie: string): Promise<void> {
+  let server = await serve(quoting, small);
+  try {
+    const started = performance.now();
+    const res = await fetch(`${server.url}/api/v1/quotes`, { headers: { cookie, 'accept-encoding': 'identity' } });
+    const body = await res.text();
+    result.list.push(performance.now() - started);
+    if (res.status !== 200 || JSON.parse(body).data.quotes.length !== listRows) throw new Error(`GET /api/v1/quotes: ${res.status}`);
+  } finally {
+    await server.stop();
+  }
+  server = await serve(quoting, big);
+  try {
+    // Warm: a fresh server compiles its code paths and PGlite reads its pages on the first list.
+    await fetchLists(server.url, cookie, ((n) => () => n++ > 0)(0));
+    const time = () => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    result.alone.push(...(await sampleHealthz(server.url, time())));
+    let stop = false;
+    const lists = fetchLists(server.url, cookie, () => stop);
+    const during = await sampleHealthz(server.url, time());
+    stop = true;
+    result.listsFetched += await lists;
+    result.during.push(...during);
+  } finally {
+    await server.stop();
+  }
+}
+
+runBench(async () => {
+  const load = [loadavg()];
+  const small = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-embedded-'));
+  const big = `${small}-big`;
+  onCleanup(async () => {
+    fs.rmSync(small, { recursive: true, force: true });
+    fs.rmSync(big, { recursive: true, force: true });
+  });
+  const first = await serve(bin, small);
+  const { cookie, email } = await signUp(first.url);
+  await first.stop();
+  await grow(small, email, 1, listRows);
+  fs.cpSync(small, big, { recursive: true });
+  await grow(big, email, listRows + 1, rows);
+
+  const builds = [...(values['baseline-bin'] ? [{ build: 'baseline', quoting: path.resolve(values['baseline-bin']) }] : []), { build: 'this build', quoting: bin }];
+  const results: Result[] = builds.map(({ build }) => ({ build, alone: [], during: [], listsFetched: 0, list: [] }));
+  for (let r = 0; r < rounds; r++) {
+    for (const [i, { quoting }] of builds.entries()) {
+      await round(results[i], quoting, big, small, cookie);
+      const x = results[i];
+      note(`round ${r + 1} ${x.build}: /healthz alone ${latencies(x.alone)}, during lists ${latencies(x.during)} (p50/p99/max ms so far); ${listRows} quotes ${fmt(x.list.at(-1)!)} ms; load ${loadavg()}`);
+    }
+  }
+  load.push(loadavg());
+  printTable(
+    `Embedded default: /healthz every ${every} ms for ${seconds} s alone and while ${rows}-row lists are fetched back to back; ${rounds} rounds`,
+    [
+      ['build', '/healthz alone p50/p99/max', 'during lists p50/p99/max', 'p99 during/alone', 'lists fetched', `${listRows} quotes list min/median/max`],
+      ...results.map((x) => {
+        const p99 = percentile(x.during, 99);
+        return [
+          x.build,
+          latencies(x.alone),
+          `${latencies(x.during)}${p99 < TARGET.healthzP99 ? '' : ' !'}`,
+          (p99 / percentile(x.alone, 99)).toFixed(1),
+          x.listsFetched,
+          `${spread(x.list)}${median(x.list) < TARGET.listMs ? '' : ' !'}`,
+        ];
+      }),
+    ],
+  );
+  note(`\nms. targets: /healthz p99 < ${TARGET.healthzP99} ms during the lists, ${listRows} quotes in < ${TARGET.listMs} ms ('!' marks a miss). load average at start ${load[0]}, at end ${load[1]}`);
+});

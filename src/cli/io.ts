@@ -1,0 +1,59 @@
+import type { Readable, Writable } from 'node:stream';
+
+/**
+ * Where a command reads and writes. A command never touches process.stdout, process.stdin or
+ * process.exitCode itself: run alone it gets `processIo()`; run inside `quoting serve` on behalf
+ * of another process (the embedded database's control socket) it gets streams that lead back to
+ * that process, so the output and exit code are the same either way.
+ */
+export interface CommandIo {
+  stdin: Readable;
+  stdout: Writable & { isTTY?: boolean; columns?: number };
+  stderr: Writable & { isTTY?: boolean };
+  /** Aborted on SIGINT/SIGTERM, or when the calling process goes away. */
+  signal: AbortSignal;
+}
+
+/**
+ * The command's own process. The signal handlers are installed only when a command asks for the
+ * signal: a command that never looks at it is stopped by Ctrl-C at once, as any program is.
+ */
+export function processIo(): CommandIo {
+  let stop: AbortController | undefined;
+  return {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    get signal() {
+      if (!stop) {
+        const controller = (stop = new AbortController());
+        const abort = () => controller.abort();
+        process.once('SIGINT', abort);
+        process.once('SIGTERM', abort);
+      }
+      return stop.signal;
+    },
+  };
+}
+
+/**
+ * Whether a live view (redrawn in place) suits this output: a terminal, and not a CI system's log.
+ * CI systems (CI or CONTINUOUS_INTEGRATION set, as the ink library itself checks) keep only a live
+ * view's last frame, so there the plain progress lines say more.
+ */
+export function wantsLiveView(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  const set = (key: string) => env[key] !== undefined && env[key] !== '0' && env[key] !== 'false';
+  return stream.isTTY === true && !set('CI') && !set('CONTINUOUS_INTEGRATION');
+}
+
+/** One line to a stream (what console.log did, for any stream). */
+export function say(stream: Writable, line = ''): void {
+  stream.write(`${line}\n`);
+}
+
+/** Everything on a stream, as text (a secret or a file piped in). */
+export async function readText(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,165 @@
+/**
+ * PGlite in a worker thread (pglite-worker.ts), behind the few methods knex-pglite and the server call:
+ * query, exec, listen, dumpDataDir, close. A query on the embedded database then no longer holds the
+ * server's event loop for its duration (a 5,000-row page of a long list: hundreds of milliseconds), so
+ * other requests, timers and webhook deliveries run meanwhile.
+ *
+ * Order is kept: messages on a port arrive in the order sent and the worker hands them to PGlite in that
+ * order, which runs them one at a time. Transactions need nothing more here: knex-pglite gives knex one
+ * connection, held by a transaction from its BEGIN to its COMMIT, so no other statement is sent in between.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Results } from '@electric-sql/pglite';
+import { log } from '../log.js';
+
+export interface ThreadOptions {
+  /** A directory, or nothing for a database in memory. */
+  dataDir?: string;
+  /** A data directory as dumpDataDir made it, to start from (tests start from a migrated snapshot). */
+  loadDataDir?: Uint8Array<ArrayBuffer>;
+}
+
+type Operation =
+  | { op: 'query'; sql: string; params?: unknown[]; options?: Record<string, unknown> }
+  | { op: 'exec'; sql: string }
+  | { op: 'listen'; channel: string; listenId: number }
+  | { op: 'unlisten'; listenId: number }
+  | { op: 'dump'; compression?: 'auto' | 'gzip' | 'none' }
+  | { op: 'close' };
+
+export type ThreadRequest = { id: number } & Operation;
+
+export type WireError = { message: string; name?: string } & Record<string, unknown>;
+
+export type ThreadReply =
+  | { type: 'ready' }
+  | { type: 'failed'; error: WireError }
+  | { type: 'reply'; id: number; ok: true; value: unknown }
+  | { type: 'reply'; id: number; ok: false; error: WireError }
+  | { type: 'notify'; listenId: number; payload: string };
+
+/** The database's own error, with the fields callers read (code, constraint, detail, …). */
+function fromWire(error: WireError): Error {
+  const err = new Error(error.message);
+  Object.assign(err, error);
+  return err;
+}
+
+export class PgliteThread {
+  closed = false;
+  readonly waitReady: Promise<void>;
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
+  private readonly listeners = new Map<number, (payload: string) => void>();
+  private nextId = 1;
+  private started = false;
+  private stopped?: Error;
+
+  constructor(options: ThreadOptions = {}) {
+    // The .js beside this file: tsc compiles both into the same folder.
+    this.worker = new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: options });
+    let ready!: () => void;
+    let failed!: (err: Error) => void;
+    this.waitReady = new Promise<void>((resolve, reject) => ((ready = resolve), (failed = reject)));
+    this.waitReady.catch(() => undefined); // a failed start is reported to whoever awaits it
+    this.worker.on('message', (reply: ThreadReply) => {
+      if (reply.type === 'ready') return ready();
+      if (reply.type === 'failed') return failed(fromWire(reply.error));
+      if (reply.type === 'notify') return this.listeners.get(reply.listenId)?.(reply.payload);
+      const call = this.pending.get(reply.id);
+      if (!call) return;
+      this.pending.delete(reply.id);
+      this.holdProcess();
+      if (reply.ok) call.resolve(reply.value);
+      else call.reject(fromWire(reply.error));
+    });
+    const stop = (err: Error) => {
+      if (!this.closed) log.error('the embedded database thread stopped', { error: err.message });
+      this.closed = true;
+      // The message says "PGlite is closed", which isDatabaseUnavailable (errors.ts) reads as a 503.
+      this.stopped ??= new Error(`PGlite is closed (its thread stopped: ${err.message})`);
+      failed(this.stopped);
+      for (const call of this.pending.values()) call.reject(this.stopped);
+      this.pending.clear();
+    };
+    this.worker.on('error', stop);
+    this.worker.on('exit', (code) => stop(new Error(`exit ${code}`)));
+    this.holdProcess();
+  }
+
+  /**
+   * Like PGlite in this thread, an idle database does not keep the process alive; a query under way does.
+   * Waiting for the start counts as under way.
+   */
+  private holdProcess(): void {
+    if (this.pending.size > 0 || !this.started) this.worker.ref();
+    else this.worker.unref();
+  }
+
+  private call<T>(request: Operation): Promise<T> {
+    if (this.stopped) return Promise.reject(this.stopped);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.holdProcess();
+      this.worker.postMessage({ ...request, id } as ThreadRequest);
+    });
+  }
+
+  async start(): Promise<this> {
+    try {
+      await this.waitReady;
+    } catch (err) {
+      this.closed = true; // the caller reports the failed start
+      await this.worker.terminate();
+      throw err;
+    } finally {
+      this.started = true;
+      this.holdProcess();
+    }
+    return this;
+  }
+
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[], options?: Record<string, unknown>): Promise<Results<T>> {
+    return this.call({ op: 'query', sql, params, options });
+  }
+
+  exec(sql: string): Promise<Results[]> {
+    return this.call({ op: 'exec', sql });
+  }
+
+  async listen(channel: string, callback: (payload: string) => void): Promise<() => Promise<void>> {
+    const listenId = this.nextId++;
+    this.listeners.set(listenId, callback);
+    try {
+      await this.call({ op: 'listen', channel, listenId });
+    } catch (err) {
+      this.listeners.delete(listenId);
+      throw err;
+    }
+    return async () => {
+      this.listeners.delete(listenId);
+      if (!this.closed) await this.call({ op: 'unlisten', listenId });
+    };
+  }
+
+  async dumpDataDir(compression?: 'auto' | 'gzip' | 'none'): Promise<Blob> {
+    return new Blob([await this.call<ArrayBuffer>({ op: 'dump', compression })]);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.call({ op: 'close' });
+    } finally {
+      this.closed = true;
+      this.stopped ??= new Error('PGlite is closed');
+      await this.worker.terminate();
+    }
+  }
+}
+
+/** PGlite started in its own thread; rejects when it cannot open (the thread is then gone). */
+export function startPgliteThread(options: ThreadOptions = {}): Promise<PgliteThread> {
+  return new PgliteThread(options).start();
+}

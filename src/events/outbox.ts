@@ -1,0 +1,189 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Db } from '../db/database.js';
+import { errorFields, log } from '../log.js';
+import type { Access } from '../access.js';
+
+export const eventTypes = [
+  'quote.created', 'quote.updated', 'quote.sent', 'quote.accepted', 'quote.declined', 'quote.cancelled', 'quote.paid',
+  'quote.line_added', 'quote.line_updated', 'quote.line_removed', 'quote.deleted',
+  'order.created', 'order.updated', 'order.deleted',
+  'customer.created', 'customer.updated', 'customer.deleted',
+] as const;
+
+export type EventType = (typeof eventTypes)[number];
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** `evt_` + 26 characters of Crockford base-32 (130 random bits). */
+export function eventId(): string {
+  const bytes = randomBytes(17);
+  let bits = 0n;
+  for (const byte of bytes) bits = (bits << 8n) | BigInt(byte);
+  let id = '';
+  for (let i = 0; i < 26; i++) {
+    id = CROCKFORD[Number(bits & 31n)] + id;
+    bits >>= 5n;
+  }
+  return `evt_${id}`;
+}
+
+/** Watching workers LISTEN here; a fan-out that queued deliveries NOTIFYs it (delivered on commit). */
+export const WEBHOOK_CHANNEL = 'quoting_webhooks';
+
+/**
+ * Writes an event to the outbox inside the caller's transaction, under a savepoint: it commits with
+ * the change, and a failure here is logged and swallowed so the operation itself still succeeds.
+ * `data` is shaped exactly as the JSON API returns the resource. The deliveries to matching
+ * webhook subscriptions are queued in the same savepoint.
+ */
+export async function emit(trx: Db, access: Access, type: EventType, data: Record<string, unknown>): Promise<void> {
+  // WEBHOOKS_ENABLED=0 (carried by the access value) stops emission: nothing is written to the outbox.
+  if (!access.events) return;
+  const workspaceId = access.workspaceId;
+  try {
+    await trx.transaction(async (savepoint) => {
+      const id = eventId();
+      await savepoint('events').insert({ id, workspace_id: workspaceId, type, data: JSON.stringify(data) });
+      await enqueueDeliveries(savepoint, workspaceId, id, type);
+    });
+  } catch (err) {
+    log.error('event not emitted', { type, workspace_id: workspaceId, ...errorFields(err) });
+  }
+}
+
+/** The part of a caller's statement that writes an event: see `emitWithin`. */
+export interface FoldedEvent {
+  /** CTEs (`outbox_event`, `outbox_deliveries`, `outbox_notified`) to append to the statement's `with`. */
+  ctes: string;
+  /** The bindings of `ctes`, in order. */
+  bindings: (string | number)[];
+  /** A column for the statement's final select: it makes the NOTIFY run when deliveries were queued. */
+  column: string;
+}
+
+/**
+ * The event written by the caller's own statement rather than by round trips of its own, for a write
+ * that should hold its locks for as short a time as possible (quote creation holds the workspace's
+ * number counter until commit). `statement(event)` runs the caller's statement with the event's CTEs
+ * in it: the event is inserted `from` a row source of that statement with `data`, a json expression
+ * over it, and its deliveries queued as `emit` queues them. The statement runs under a savepoint,
+ * left open for the commit to release (a release would be one more round trip): if it fails, the
+ * savepoint is rolled back, the statement runs again without the event (`statement(null)`), and the
+ * failure is logged and swallowed as `emit` does. With events disabled it runs once without.
+ */
+export async function emitWithin<T>(
+  trx: Db,
+  access: Access,
+  type: EventType,
+  source: { from: string; data: string; bindings?: (string | number)[] },
+  statement: (event: FoldedEvent | null) => Promise<T>,
+): Promise<T> {
+  if (!access.events) return statement(null);
+  const workspaceId = access.workspaceId;
+  const event: FoldedEvent = {
+    ctes: `outbox_event as (
+         insert into events (id, workspace_id, type, data) select ?, ?, ?, ${source.data} from ${source.from} returning id
+       ), outbox_deliveries as (
+         insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+         select s.workspace_id, s.id, e.id, ? from outbox_event e
+         join webhook_subscriptions s on s.workspace_id = ? and s.active and s.event_types && array['*', ?, ?]::text[]
+         returning 1
+       ), outbox_notified as (
+         select pg_notify(?, '') from (select 1 from outbox_deliveries limit 1) d
+       )`,
+    bindings: [eventId(), workspaceId, type, ...(source.bindings ?? []), type, workspaceId, type, `${type.split('.')[0]}.*`, WEBHOOK_CHANNEL],
+    column: '(select count(*) from outbox_notified) as outbox_notified',
+  };
+  await trx.raw('savepoint outbox');
+  let failure: unknown;
+  try {
+    return await statement(event);
+  } catch (err) {
+    failure = err;
+  }
+  await trx.raw('rollback to savepoint outbox');
+  // A failure of the statement itself fails again here and is thrown; only then is the event's loss logged.
+  const result = await statement(null);
+  log.error('event not emitted', { type, workspace_id: workspaceId, ...errorFields(failure) });
+  return result;
+}
+
+/**
+ * Several events at once (an import's orders): the same outbox rows and fan-out as `emit`, written
+ * with one statement each under one savepoint, so a large batch costs a few round trips, not a few per event.
+ */
+export async function emitMany(trx: Db, access: Access, events: { type: EventType; data: Record<string, unknown> }[]): Promise<void> {
+  if (!access.events || events.length === 0) return;
+  const workspaceId = access.workspaceId;
+  try {
+    await trx.transaction(async (savepoint) => {
+      const rows = events.map(({ type, data }) => ({ id: eventId(), type, data: JSON.stringify(data) }));
+      await savepoint.raw(
+        `insert into events (id, workspace_id, type, data)
+         select r.id, ?, r.type, r.data::json from json_to_recordset(?::json) as r(id text, type text, data text)`,
+        [workspaceId, JSON.stringify(rows)],
+      );
+      const { rowCount } = await savepoint.raw(
+        `insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+         select s.workspace_id, s.id, e.id, e.type
+           from json_to_recordset(?::json) as e(id text, type text)
+           join webhook_subscriptions s on s.workspace_id = ? and s.active
+            and s.event_types && array['*', e.type, split_part(e.type, '.', 1) || '.*']::text[]`,
+        [JSON.stringify(rows.map(({ id, type }) => ({ id, type }))), workspaceId],
+      );
+      if (rowCount) await savepoint.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
+    });
+  } catch (err) {
+    log.error('events not emitted', { count: events.length, workspace_id: workspaceId, ...errorFields(err) });
+  }
+}
+
+/**
+ * Events whose bodies PostgreSQL renders (an import's orders, read from the rows just written): `select`
+ * gives at most `count` rows of `type` and `data` (the body as compact JSON text, as JSON.stringify
+ * prints it), in the order the events are to have. One statement writes the outbox rows and their
+ * deliveries, under a savepoint as `emitMany`, so no body travels to node and back.
+ */
+export async function emitSelected(trx: Db, access: Access, count: number, select: string, bindings: readonly Knex.RawBinding[]): Promise<void> {
+  if (!access.events || count === 0) return;
+  const workspaceId = access.workspaceId;
+  const ids = Array.from({ length: count }, eventId);
+  try {
+    await trx.transaction(async (savepoint) => {
+      const { rows } = await savepoint.raw(
+        `with s as (select s.type, s.data, row_number() over () as n from (${select}) s),
+              e as (insert into events (id, workspace_id, type, data)
+                    select k.id, ?, s.type, s.data::json from s join unnest(?::text[]) with ordinality as k(id, n) using (n)
+                    order by s.n
+                    returning id, type),
+              d as (insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+                    select sub.workspace_id, sub.id, e.id, e.type from e
+                      join webhook_subscriptions sub on sub.workspace_id = ? and sub.active
+                       and sub.event_types && array['*', e.type, split_part(e.type, '.', 1) || '.*']::text[]
+                    returning 1)
+         select (select count(*) from d)::int as deliveries`,
+        [...bindings, workspaceId, `{${ids.join(',')}}`, workspaceId],
+      );
+      if ((rows as { deliveries: number }[])[0].deliveries > 0) await savepoint.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
+    });
+  } catch (err) {
+    log.error('events not emitted', { count, workspace_id: workspaceId, ...errorFields(err) });
+  }
+}
+
+/**
+ * Fan-out, inside the emitting transaction: one delivery per active subscription whose filter
+ * matches ('*', the type's prefix such as 'quote.*', or the exact type; several matching entries
+ * still make one row). Wakes watching workers once the transaction commits.
+ */
+async function enqueueDeliveries(trx: Db, workspaceId: number, eventId: string, type: string): Promise<void> {
+  const prefix = `${type.split('.')[0]}.*`;
+  const { rowCount } = await trx.raw(
+    `insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+     select s.workspace_id, s.id, ?, ? from webhook_subscriptions s
+     where s.workspace_id = ? and s.active and s.event_types && array['*', ?, ?]::text[]`,
+    [eventId, type, workspaceId, type, prefix],
+  );
+  if (rowCount) await trx.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
+}

@@ -1,0 +1,344 @@
+import type { Access } from '../access.js';
+import type { Db } from '../db/database.js';
+import { scoped } from '../db/scoped.js';
+import { Validation } from '../errors.js';
+import { inputIssues } from '../schema/parse.js';
+import type { CsvRow } from './csv.js';
+import { columnIndex } from './csv.js';
+import { BatchOutcome, canonicalJson, moneyText, type Importer, type ImportReport } from './report.js';
+import { productRow, variantRow, type ProductRow, type VariantRow } from './schema.js';
+
+/** A product row after mapping from its file format onto the import's own fields. */
+interface Mapped {
+  product_sku: string;
+  /** Present when the row may define its product (every generic row; Shopify rows with a Title). */
+  product?: Record<string, string | undefined>;
+  variant: Record<string, unknown>;
+}
+
+interface Format {
+  /** Which optional columns the file has: absent ones keep their stored values. */
+  present: Set<string>;
+  /** null: a row without variant data (a Shopify image row), skipped. */
+  map(values: string[], products: Map<string, ProductState>): Mapped | null;
+}
+
+interface ProductState {
+  id?: number;
+  /** Shopify: the option names given on the product's first row. */
+  options?: string[];
+}
+
+const productColumns = ['type', 'status', 'brand', 'category', 'description'] as const;
+
+/** Our own columns: product_sku, name, type, status, brand, category, description, variant_sku, variant_name, price, attr:<name>. */
+function genericFormat(header: string[]): Format {
+  const index = columnIndex(header);
+  for (const required of ['product_sku', 'name', 'variant_sku']) {
+    if (!index.has(required)) throw new Validation(required, `The CSV has no ${required} column (required for a product import).`);
+  }
+  const attributes = header.map((name, i) => [name.trim(), i] as const).filter(([name]) => /^attr:/i.test(name) && name.length > 5);
+  const present = new Set([...productColumns, 'variant_name', 'price'].filter((c) => index.has(c)));
+  if (attributes.length) present.add('attributes');
+  const cell = (values: string[], name: string) => {
+    const i = index.get(name);
+    return i === undefined ? undefined : (values[i] ?? '');
+  };
+  return {
+    present,
+    map(values) {
+      const product: Record<string, string | undefined> = { name: cell(values, 'name') };
+      for (const column of productColumns) if (present.has(column)) product[column] = cell(values, column);
+      const variant: Record<string, unknown> = { product_sku: cell(values, 'product_sku'), variant_sku: cell(values, 'variant_sku') };
+      if (present.has('variant_name')) variant.variant_name = cell(values, 'variant_name');
+      if (present.has('price')) variant.price = cell(values, 'price');
+      if (attributes.length) {
+        variant.attributes = Object.fromEntries(
+          attributes.map(([name, i]) => [name.slice(5).trim(), (values[i] ?? '').trim()] as const).filter(([, value]) => value !== ''),
+        );
+      }
+      return { product_sku: String(variant.product_sku ?? '').trim(), product, variant };
+    },
+  };
+}
+
+export function isShopifyHeader(header: string[]): boolean {
+  const index = columnIndex(header);
+  return index.has('handle') && index.has('title') && (index.has('variant sku') || index.has('variant price'));
+}
+
+/**
+ * A Shopify product export: Handle → product SKU, Title → name, Body (HTML) → description,
+ * Vendor → brand, Type → category, Status (or Published) → status, OptionN Name/Value → variant
+ * attributes and name, Variant SKU / Variant Price. A product's later rows leave Title and the
+ * option names empty; image-only rows carry no variant and are skipped.
+ */
+function shopifyFormat(header: string[]): Format {
+  const index = columnIndex(header);
+  const cell = (values: string[], name: string) => {
+    const i = index.get(name);
+    return i === undefined ? '' : (values[i] ?? '').trim();
+  };
+  const present = new Set<string>(['brand', 'category', 'description', 'variant_name', 'attributes']);
+  if (index.has('status') || index.has('published')) present.add('status');
+  if (index.has('variant price')) present.add('price');
+  const slots = [1, 2, 3];
+  return {
+    present,
+    map(values, products) {
+      const handle = cell(values, 'handle');
+      const title = cell(values, 'title');
+      const optionValues = slots.map((n) => cell(values, `option${n} value`));
+      const sku = cell(values, 'variant sku');
+      const price = cell(values, 'variant price');
+      if (!title && !sku && !price && optionValues.every((v) => v === '')) return null;
+      let state = products.get(handle);
+      const names = slots.map((n) => cell(values, `option${n} name`));
+      if (title || !state?.options) {
+        state = { ...state, options: names };
+        products.set(handle, state);
+      }
+      const options = state.options!;
+      const attributes: Record<string, string> = {};
+      const shown: string[] = [];
+      optionValues.forEach((value, i) => {
+        const name = options[i] || `Option${i + 1}`;
+        if (!value || (name === 'Title' && value === 'Default Title')) return;
+        attributes[name] = value;
+        shown.push(value);
+      });
+      const variant: Record<string, unknown> = {
+        product_sku: handle,
+        variant_sku: sku || [handle, ...shown].join('-'),
+        variant_name: shown.join(' / '),
+        attributes,
+      };
+      if (present.has('price')) variant.price = price;
+      let mapped: Mapped = { product_sku: handle, variant };
+      if (title) {
+        const status = index.has('status') ? cell(values, 'status').toLowerCase() : published(cell(values, 'published'));
+        mapped = {
+          ...mapped,
+          product: { name: title, status, brand: cell(values, 'vendor'), category: cell(values, 'type'), description: cell(values, 'body (html)') },
+        };
+      }
+      return mapped;
+    },
+  };
+}
+
+function published(value: string): string {
+  if (value === '') return '';
+  return /^(true|1|yes)$/i.test(value) ? 'active' : 'draft';
+}
+
+interface Candidate {
+  line: number;
+  variant: VariantRow;
+  product?: Record<string, string | undefined>;
+}
+
+interface StoredVariant {
+  sku: string;
+  product_sku: string;
+  name: string | null;
+  price: string | null;
+  attributes: Record<string, unknown>;
+}
+
+interface StoredProduct {
+  id: number;
+  sku: string;
+  name: string;
+  type: string;
+  status: string;
+  brand: string | null;
+  category: string | null;
+  description: string | null;
+}
+
+/**
+ * Product import: one row per variant, grouped into products by product SKU; upsert by product
+ * SKU, then variant SKU. Each batch reads what is stored for its SKUs once, decides in memory what
+ * is new, changed or unchanged, and writes only the new and changed rows, each table in one
+ * multi-row INSERT ... ON CONFLICT. Emits no events (the catalogue has none for products).
+ */
+export function productImporter(header: string[]): Importer {
+  const format = isShopifyHeader(header) ? shopifyFormat(header) : genericFormat(header);
+  const products = new Map<string, ProductState>();
+  /** Variant SKUs already taken by an earlier row of this file. */
+  const seen = new Map<string, number>();
+
+  return {
+    tables: ['products', 'variants'],
+    prepare(rows) {
+      const outcome = new BatchOutcome();
+      const candidates: Candidate[] = [];
+      for (const row of rows) {
+        const mapped = format.map(row.values, products);
+        if (!mapped) continue;
+        outcome.rows++;
+        const checked = inputIssues(variantRow, mapped.variant);
+        if (!checked.ok) {
+          outcome.failed++;
+          for (const issue of checked.issues) outcome.fail(row.line, issue.field, issue.message);
+          continue;
+        }
+        candidates.push({ line: row.line, variant: checked.data, product: mapped.product });
+      }
+      return (trx, access, report) => {
+        outcome.addTo(report);
+        return candidates.length ? write(trx, access, candidates, report) : Promise.resolve();
+      };
+    },
+  };
+
+  async function write(trx: Db, access: Access, candidates: Candidate[], report: ImportReport): Promise<void> {
+    const fail = (line: number, field: string, message: string) => report.errors.push({ row: line, field, message });
+    const stored = await storedVariants(trx, access.workspaceId, candidates.map((c) => c.variant.variant_sku));
+    const storedProducts = await storedProductsBySku(trx, access.workspaceId, [...new Set(candidates.map((c) => c.variant.product_sku))].filter((sku) => products.get(sku)?.id === undefined));
+
+    const good: (Candidate & { defines?: ProductRow })[] = [];
+    const definedHere = new Set<string>();
+    for (const candidate of candidates) {
+      const { variant } = candidate;
+      const earlier = seen.get(variant.variant_sku);
+      if (earlier !== undefined) {
+        report.failed++;
+        fail(candidate.line, 'variant_sku', `variant_sku: SKU "${variant.variant_sku}" is already on line ${earlier} of this file.`);
+        continue;
+      }
+      const existing = stored.get(variant.variant_sku);
+      if (existing && existing.product_sku !== variant.product_sku) {
+        report.failed++;
+        fail(candidate.line, 'variant_sku', `variant_sku: SKU "${variant.variant_sku}" is already used by a variant of another product (${existing.product_sku}).`);
+        continue;
+      }
+      const state = products.get(variant.product_sku);
+      let defines: ProductRow | undefined;
+      if (state?.id === undefined && !definedHere.has(variant.product_sku)) {
+        const checked = inputIssues(productRow, candidate.product ?? { name: '' });
+        if (!checked.ok) {
+          report.failed++;
+          for (const issue of checked.issues) {
+            fail(candidate.line, issue.field, candidate.product ? issue.message : `name: the first row of product ${variant.product_sku} must give its name (Title).`);
+          }
+          continue;
+        }
+        defines = checked.data;
+        definedHere.add(variant.product_sku);
+      }
+      seen.set(variant.variant_sku, candidate.line);
+      good.push({ ...candidate, defines });
+    }
+
+    // Products first: new ones inserted, changed ones updated, in one statement.
+    const productWrites: Record<string, unknown>[] = [];
+    const productOutcome = new Map<string, 'created' | 'updated' | 'unchanged'>();
+    for (const { defines, variant } of good) {
+      if (!defines) continue;
+      const current = storedProducts.get(variant.product_sku);
+      const next = {
+        sku: variant.product_sku,
+        name: defines.name,
+        type: defines.type ?? current?.type ?? 'physical',
+        status: defines.status ?? current?.status ?? 'active',
+        brand: format.present.has('brand') ? (defines.brand ?? null) : (current?.brand ?? null),
+        category: format.present.has('category') ? (defines.category ?? null) : (current?.category ?? null),
+        description: format.present.has('description') ? (defines.description ?? null) : (current?.description ?? null),
+      };
+      if (!current) productOutcome.set(next.sku, 'created');
+      else {
+        products.set(next.sku, { ...products.get(next.sku), id: current.id });
+        const same = (['name', 'type', 'status', 'brand', 'category', 'description'] as const).every((key) => current[key] === next[key]);
+        productOutcome.set(next.sku, same ? 'unchanged' : 'updated');
+        if (same) continue;
+      }
+      productWrites.push(next);
+    }
+    if (productWrites.length) {
+      const { rows: written } = await trx.raw(
+        `insert into products (workspace_id, sku, name, type, status, brand, category, description)
+         select ?, r.sku, r.name, r.type, r.status, r.brand, r.category, r.description
+           from json_to_recordset(?::json) as r(sku text, name text, type text, status text, brand text, category text, description text)
+         on conflict (workspace_id, sku) do update set name = excluded.name, type = excluded.type, status = excluded.status,
+           brand = excluded.brand, category = excluded.category, description = excluded.description, updated_at = now()
+         returning id, sku`,
+        [access.workspaceId, JSON.stringify(productWrites)],
+      );
+      for (const { id, sku } of written as { id: number; sku: string }[]) products.set(sku, { ...products.get(sku), id });
+    }
+
+    // Then variants: the same, against the stored values read above.
+    const variantWrites: Record<string, unknown>[] = [];
+    const touched = new Set<number>();
+    for (const { line, variant, defines } of good) {
+      const productId = products.get(variant.product_sku)?.id;
+      if (productId === undefined) throw new Error(`product ${variant.product_sku} has no id after its upsert (line ${line})`);
+      const current = stored.get(variant.variant_sku);
+      const next = {
+        sku: variant.variant_sku,
+        product_id: productId,
+        name: format.present.has('variant_name') ? (variant.variant_name ?? null) : (current?.name ?? null),
+        price: format.present.has('price') ? moneyText(variant.price) : (current?.price ?? null),
+        attributes: format.present.has('attributes') ? (variant.attributes ?? {}) : (current?.attributes ?? {}),
+      };
+      const productChanged = defines !== undefined && productOutcome.get(variant.product_sku) === 'updated';
+      if (!current) {
+        report.created++;
+      } else if (current.name === next.name && current.price === next.price && canonicalJson(current.attributes) === canonicalJson(next.attributes)) {
+        if (productChanged) report.updated++;
+        else report.unchanged++;
+        continue;
+      } else {
+        report.updated++;
+        if (!productChanged) touched.add(productId);
+      }
+      variantWrites.push(next);
+    }
+    if (variantWrites.length) {
+      await trx.raw(
+        `insert into variants (workspace_id, product_id, sku, name, price, attributes)
+         select ?, r.product_id, r.sku, r.name, r.price, coalesce(r.attributes, '{}'::json)
+           from json_to_recordset(?::json) as r(product_id int, sku text, name text, price numeric, attributes json)
+         on conflict (workspace_id, sku) do update set name = excluded.name, price = excluded.price, attributes = excluded.attributes, updated_at = now()`,
+        [access.workspaceId, JSON.stringify(variantWrites)],
+      );
+    }
+    // A variant change changes the product's JSON too, so its updated_at moves (as with the variant endpoints).
+    if (touched.size) await scoped(trx, 'products', access.workspaceId).whereIn('id', [...touched]).update({ updated_at: trx.fn.now() });
+  }
+}
+
+/*
+ * Lookups by key are driven from the batch's keys, one probe of the unique index each, whatever the
+ * statistics say. Two things keep it so: a LATERAL with LIMIT 1 is never flattened into a join, and the
+ * workspace id is given as `(select ?)`, a value unknown when planning. A literal id of a workspace the
+ * statistics have not seen (a new one, whose rows this very import is adding) is estimated at one row,
+ * and then any index starting with workspace_id looks as good, e.g. (workspace_id, id): a scan of every
+ * row of the workspace per key, quadratic over an import. ANALYZE after the import cannot help here.
+ */
+async function storedVariants(trx: Db, workspaceId: number, skus: string[]): Promise<Map<string, StoredVariant>> {
+  const { rows } = await trx.raw(
+    `select v.sku, v.product_sku, v.name, v.price, v.attributes
+       from json_array_elements_text(?::json) as k(sku)
+       cross join lateral (select v.sku, p.sku as product_sku, v.name, v.price::text as price, v.attributes
+                             from variants v join products p on p.id = v.product_id
+                            where v.workspace_id = (select ?::int) and v.sku = k.sku limit 1) v`,
+    [JSON.stringify(skus), workspaceId],
+  );
+  return new Map((rows as StoredVariant[]).map((row) => [row.sku, row]));
+}
+
+async function storedProductsBySku(trx: Db, workspaceId: number, skus: string[]): Promise<Map<string, StoredProduct>> {
+  if (skus.length === 0) return new Map();
+  const { rows } = await trx.raw(
+    `select p.* from json_array_elements_text(?::json) as k(sku)
+       cross join lateral (select id, sku, name, type, status, brand, category, description
+                             from products where workspace_id = (select ?::int) and sku = k.sku limit 1) p`,
+    [JSON.stringify(skus), workspaceId],
+  );
+  return new Map((rows as StoredProduct[]).map((row) => [row.sku, row]));
+}
+
+export type { CsvRow };

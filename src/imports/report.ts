@@ -1,0 +1,80 @@
+import type { Access } from '../access.js';
+import type { Db } from '../db/database.js';
+import type { CsvRow } from './csv.js';
+
+export interface RowError {
+  /** The spreadsheet line number (the header is line 1). */
+  row: number;
+  field: string;
+  message: string;
+}
+
+/** `data.import`, as the addendum fixes it. */
+export interface ImportReport {
+  rows: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  failed: number;
+  errors: RowError[];
+}
+
+export const emptyReport = (): ImportReport => ({ rows: 0, created: 0, updated: 0, unchanged: 0, failed: 0, errors: [] });
+
+/** Writes one prepared batch inside the import's transaction, adding its outcome to the report. */
+export type BatchWrite = (trx: Db, access: Access, report: ImportReport) => Promise<void>;
+
+/**
+ * One kind of import, a batch at a time. `prepare` maps and validates rows in node only (it awaits
+ * nothing and leaves the report alone), so the next batch is prepared while the database writes
+ * the previous one; the writes run one after another, in the file's order.
+ */
+export interface Importer {
+  /** Tables the import may grow: analysed after a commit that created rows. */
+  readonly tables: string[];
+  /** `last`: no rows follow (whatever the importer still holds, the open order, goes with this batch). */
+  prepare(rows: CsvRow[], last: boolean): BatchWrite;
+}
+
+/** Row counts and errors found while preparing a batch, added to the report when the batch is written. */
+export class BatchOutcome {
+  rows = 0;
+  failed = 0;
+  readonly errors: RowError[] = [];
+
+  fail(row: number, field: string, message: string): void {
+    this.errors.push({ row, field, message });
+  }
+
+  addTo(report: ImportReport): void {
+    report.rows += this.rows;
+    report.failed += this.failed;
+    for (const error of this.errors) report.errors.push(error);
+  }
+}
+
+/** Money text as PostgreSQL prints numeric(14,2): "12.5" and "012.50" are both "12.50". Text only, never a float. */
+export function moneyText(value: string | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  const [whole, fraction = ''] = value.split('.');
+  return `${whole.replace(/^0+(?=\d)/, '')}.${fraction.padEnd(2, '0')}`;
+}
+
+/** A quantity as trim_scale(numeric)::text prints it: "1.500" is "1.5", "2.000" is "2". */
+export function quantityText(value: string): string {
+  const [whole, fraction = ''] = value.split('.');
+  const trimmed = fraction.replace(/0+$/, '');
+  return `${whole.replace(/^0+(?=\d)/, '')}${trimmed ? `.${trimmed}` : ''}`;
+}
+
+/** JSON with object keys sorted, so that two equal attribute objects compare equal as text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

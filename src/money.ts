@@ -1,0 +1,21 @@
+/** quantity × price rounded half-up to cents, exactly, in integers. */
+export function lineTotalCents(quantity: string, price: string): bigint {
+  const scaled = (text: string, scale: number) => {
+    const [whole, fraction = ''] = text.split('.');
+    return BigInt(whole + fraction.padEnd(scale, '0'));
+  };
+  return (scaled(quantity, 3) * scaled(price, 2) + 500n) / 1000n;
+}
+
+/** The most cents a numeric(14,2) column holds, plus one. */
+export const CENTS_LIMIT = 10n ** 14n;
+
+/** Whether quantity × price, rounded half-up to cents, stays below 10^12 (what numeric(14,2) holds); exact, in integers. */
+export function lineTotalFits(quantity: string, price: string): boolean {
+  return lineTotalCents(quantity, price) < CENTS_LIMIT;
+}
+
+/** Whether a decimal string (or a missing amount) is zero, read on the text itself, never through a float. */
+export function isZeroAmount(amount: unknown): boolean {
+  return /^0*(\.0*)?$/.test(String(amount ?? '0'));
+}

@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import type { Context } from 'koa';
+import { Html, renderHtml, templateText, type HtmlValue } from '../templates.js';
+import { isZeroAmount } from '../money.js';
+import type { QuoteStatus } from '../quotes/schema.js';
+import type { PublicQuote } from '../quotes/public.js';
+import type { LineJson, QuoteJson } from '../quotes/service.js';
+
+/** The public quote page: templates/quote-page.html, split into parts and filled by the one template renderer. */
+
+
+interface PageTemplates {
+  parts: Map<string, string>;
+  /** CSP source for the one inline stylesheet. */
+  styleHash: string;
+}
+
+let loaded: PageTemplates | undefined;
+
+/** templates/quote-page.html, split at its `<!-- part:NAME -->` markers; read once. */
+function templates(): PageTemplates {
+  if (loaded) return loaded;
+  const text = templateText('quote-page.html');
+  const parts = new Map<string, string>();
+  const markers = [...text.matchAll(/<!-- part:([\w-]+) -->\n?/g)];
+  markers.forEach((marker, i) => {
+    const end = i + 1 < markers.length ? markers[i + 1].index : text.length;
+    parts.set(marker[1], text.slice(marker.index + marker[0].length, end));
+  });
+  const styles = [...(parts.get('layout') ?? '').matchAll(/<style>([\s\S]*?)<\/style>/g)];
+  if (styles.length !== 1 || styles[0][1].includes('{{')) throw new Error('quote-page.html: the layout needs exactly one <style> block, without placeholders');
+  loaded = { parts, styleHash: `'sha256-${createHash('sha256').update(styles[0][1], 'utf8').digest('base64')}'` };
+  return loaded;
+}
+
+function part(name: string, values: Record<string, HtmlValue> = {}): Html {
+  const template = templates().parts.get(name);
+  if (template === undefined) throw new Error(`quote-page.html has no part "${name}"`);
+  return renderHtml(template, values);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+// ---------------------------------------------------------------------------------------------
+
+/** `1234.50` → `1,234.50`: grouping on the decimal string itself, never through a float. */
+function groupDigits(amount: string): string {
+  const [whole, fraction] = amount.split('.');
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return fraction === undefined ? grouped : `${grouped}.${fraction}`;
+}
+
+const money = (currency: string, amount: unknown) => `${currency} ${groupDigits(String(amount ?? '0.00'))}`;
+
+const longDate = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
+
+/** `2030-01-31` or an ISO timestamp → `31 January 2030` (UTC). */
+function formatDate(value: unknown): string {
+  if (typeof value !== 'string' || !value) return '';
+  const date = new Date(/^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value);
+  return Number.isNaN(date.getTime()) ? value : longDate.format(date);
+}
+
+const statusLabels: Record<QuoteStatus, string> = {
+  draft: 'Draft',
+  sent: 'Awaiting your response',
+  accepted: 'Accepted',
+  declined: 'Declined',
+  cancelled: 'Cancelled',
+  paid: 'Paid',
+};
+
+function stateOf(quote: QuoteJson, workspace: string, token: string, payable: boolean): Html {
+  const total = money(String(quote.currency), quote.total);
+  switch (quote.status) {
+    case 'sent':
+      return part('state-sent', { token, workspace });
+    case 'accepted':
+      return part('state-accepted', { date: formatDate(quote.accepted_at), pay: payable ? part('pay', { token, total }) : null });
+    case 'declined':
+      return part('state-declined', { date: formatDate(quote.declined_at) });
+    case 'cancelled':
+      return part('state-cancelled', { workspace, date: formatDate(quote.cancelled_at) });
+    case 'paid':
+      return part('state-paid', { date: formatDate(quote.paid_at) });
+    default:
+      return new Html('');
+  }
+}
+
+export function quotePage({ quote, workspace }: Pick<PublicQuote, 'quote' | 'workspace'>, lines: LineJson[], token: string, payable: boolean): Html {
+  const currency = String(quote.currency);
+  const rate = String(quote.tax_rate ?? '0');
+  const content = part('quote', {
+    workspace: workspace.name,
+    quote_number: quote.quote_number,
+    status: quote.status,
+    status_label: statusLabels[quote.status] ?? quote.status,
+    customer_name: (quote.customer_name as string | null) ?? (quote.customer_email as string | null) ?? '—',
+    customer_email: quote.customer_name && quote.customer_email ? part('customer-email', { email: quote.customer_email as string }) : null,
+    valid_until: quote.valid_until ? formatDate(quote.valid_until) : 'No end date',
+    currency,
+    lines: lines.length
+      ? lines.map((line) =>
+          part('line', {
+            description: (line.description as string | null) ?? (line.sku as string | null) ?? 'Item',
+            sku: line.sku && line.description ? part('line-sku', { sku: line.sku as string }) : null,
+            quantity: String(line.quantity),
+            price: money(currency, line.price),
+            line_total: money(currency, line.line_total),
+          }),
+        )
+      : [part('no-lines')],
+    subtotal: money(currency, quote.subtotal),
+    discount: isZeroAmount(quote.discount_amount) ? money(currency, quote.discount_amount) : `− ${money(currency, quote.discount_amount)}`,
+    tax_rate: isZeroAmount(rate) ? '' : ` (${rate}%)`,
+    tax: money(currency, quote.tax_amount),
+    total: money(currency, quote.total),
+    notes: quote.notes ? part('notes', { notes: quote.notes as string }) : null,
+    state: stateOf(quote, workspace.name, token, payable),
+  });
+  return part('layout', { title: `Quote ${quote.quote_number} from ${workspace.name}`, content });
+}
+
+export function messagePage(title: string, heading: string, text: string): Html {
+  return part('layout', { title, content: part('message', { heading, text }) });
+}
+
+/** The token is the only credential: nothing is cached, leaked through Referer or framed; no script may run. */
+export function securityHeaders(ctx: Context, formTargets: string[]): void {
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('X-Robots-Tag', 'noindex, nofollow');
+  ctx.set(
+    'Content-Security-Policy',
+    [
+      "default-src 'none'",
+      `style-src ${templates().styleHash}`,
+      // Browsers check form-action on the redirect after a submit too: the Pay form ends at the checkout page.
+      `form-action ${["'self'", ...formTargets].join(' ')}`,
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+    ].join('; '),
+  );
+}
+
+export function sendHtml(ctx: Context, status: number, html: Html, formTargets: string[]): void {
+  securityHeaders(ctx, formTargets);
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = html.html;
+}
+
+export const notFoundPage = () => messagePage('Quote not found', 'Quote not found', 'This link does not lead to a quote. Please check that you copied the whole link, or ask the sender for a new one.');
+

@@ -1,0 +1,159 @@
+import { customerAccess, systemAccess, type Access } from '../access.js';
+import type { Db } from '../db/database.js';
+import { scoped } from '../db/scoped.js';
+import { isZeroAmount } from '../money.js';
+import { Conflict, NotFound, PaymentRequired } from '../errors.js';
+import { lockReason, type Workspace } from '../workspaces/model.js';
+import type { QuoteStatus } from './schema.js';
+import { linesOf, quoteById, quoteJson, recordActivity, transition, type LineJson, type QuoteJson } from './service.js';
+
+/**
+ * The quote as its customer reaches it: the random token in the mailed link is the only
+ * credential. Everything the public page and the payment routes need lives here, so the token
+ * is looked up, the lock checked and the customer's answer recorded the same way everywhere.
+ */
+
+/** Tokens are 24 random bytes in base64url; anything else is not looked up. */
+const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
+
+export type PageWorkspace = Pick<Workspace, 'id' | 'name' | 'status' | 'trial_ends_at'>;
+
+export interface PublicQuote {
+  quote: QuoteJson;
+  workspace: PageWorkspace;
+  /** The customer acting on the quote's workspace (actor `customer`). */
+  access: Access;
+}
+
+/** Why the workspace of a public quote cannot take answers or payments now, or null. */
+export function publicLockReason(workspace: PageWorkspace): string | null {
+  return lockReason(workspace as Workspace);
+}
+
+/**
+ * The quote a token names, with its workspace; drafts are not public yet and count as unknown.
+ * `forUpdate` locks the quote row, ordering a customer's answer against a concurrent one and
+ * against the seller's own changes.
+ */
+export async function quoteByToken(db: Db, token: string, options: { events: boolean; forUpdate?: boolean }): Promise<PublicQuote | null> {
+  if (!TOKEN.test(token)) return null;
+  const query = db('quotes as q')
+    .join('workspaces as w', 'w.id', 'q.workspace_id')
+    .where('q.public_token', token)
+    .first(db.raw(`${quoteJson()} as json`), 'w.id as workspace_id', 'w.name as workspace_name', 'w.status as workspace_status', 'w.trial_ends_at');
+  if (options.forUpdate) query.forUpdate('q');
+  const row = await query;
+  if (!row || row.json.status === 'draft') return null;
+  return {
+    quote: row.json,
+    workspace: { id: row.workspace_id, name: row.workspace_name, status: row.workspace_status, trial_ends_at: row.trial_ends_at },
+    access: customerAccess(row.workspace_id, { events: options.events }),
+  };
+}
+
+/** The page's content: the quote and its lines. 404 for unknown tokens and drafts, 402 for a locked workspace. */
+export async function viewQuote(db: Db, token: string, options: { events: boolean; recordView: boolean }): Promise<PublicQuote & { lines: LineJson[] }> {
+  const found = await openQuote(db, token, options);
+  if (options.recordView) await recordFirstView(db, found);
+  return { ...found, lines: await linesOf(db, found.access, found.quote.id) };
+}
+
+/** A public quote whose workspace is usable: 404 when unknown, 402 when locked. */
+async function openQuote(db: Db, token: string, options: { events: boolean; forUpdate?: boolean }): Promise<PublicQuote> {
+  const found = await quoteByToken(db, token, options);
+  if (!found) throw new NotFound('Quote not found.');
+  const locked = publicLockReason(found.workspace);
+  if (locked) throw new PaymentRequired(`${found.workspace.name} cannot take answers to quotes at the moment.`);
+  return found;
+}
+
+/** The first view of a sent quote: viewed_at and one `viewed` activity, exactly once even when views race. */
+async function recordFirstView(db: Db, { quote, access }: PublicQuote): Promise<void> {
+  if (quote.status !== 'sent' || quote.viewed_at) return;
+  await db.transaction(async (trx) => {
+    // Under concurrent first views the row lock serialises the updates and PostgreSQL re-checks the
+    // condition for the later ones, which then find viewed_at set and update nothing.
+    const updated = await trx('quotes')
+      .where({ id: quote.id, workspace_id: access.workspaceId, status: 'sent' })
+      .whereNull('viewed_at')
+      .update({ viewed_at: trx.fn.now() })
+      .returning('id');
+    if (updated.length === 1) await recordActivity(trx, access, quote.id, 'viewed', `Quote ${quote.quote_number} viewed by the customer.`);
+  });
+}
+
+/**
+ * The customer accepts or declines a sent quote. A quote already answered (or cancelled) is left as
+ * it is: the page then shows its current state. 404 when unknown, 402 when the workspace is locked.
+ */
+export async function answerQuote(trx: Db, token: string, to: Extract<QuoteStatus, 'accepted' | 'declined'>, options: { events: boolean }): Promise<QuoteJson> {
+  const { quote, access } = await openQuote(trx, token, { ...options, forUpdate: true });
+  if (quote.status !== 'sent') return quote;
+  return transition(trx, access, quote, to, `Quote ${quote.quote_number} ${to} by the customer on the quote page.`);
+}
+
+/**
+ * The quote the customer may pay now, or null when it is not accepted (the page then shows its
+ * state): 404 when unknown, 402 when locked, 409 when nothing is due.
+ */
+export async function payableQuote(db: Db, token: string, options: { events: boolean }): Promise<PublicQuote | null> {
+  const found = await openQuote(db, token, options);
+  if (found.quote.status !== 'accepted') return null;
+  if (isZeroAmount(found.quote.total)) throw new Conflict(`Quote ${found.quote.quote_number} has nothing to pay.`);
+  return found;
+}
+
+/** Remembers the checkout session started for the quote, so a payment without metadata still finds it. */
+export async function recordCheckoutSession(db: Db, access: Access, quoteId: number, sessionId: string): Promise<void> {
+  await db('quotes').where({ id: quoteId, workspace_id: access.workspaceId }).update({ checkout_session_id: sessionId });
+}
+
+/** The quote a payment was started for, locked: by the ids it carries, else by the stored checkout session id. */
+export async function quoteForPayment(
+  trx: Db,
+  ref: { quoteId?: number; workspaceId?: number; checkoutSessionId: string },
+): Promise<{ id: number; workspaceId: number } | undefined> {
+  const query = trx('quotes').forUpdate().first('id', 'workspace_id');
+  const row: { id: number; workspace_id: number } | undefined =
+    ref.quoteId && ref.workspaceId ? await query.where({ id: ref.quoteId, workspace_id: ref.workspaceId }) : await query.where({ checkout_session_id: ref.checkoutSessionId });
+  return row ? { id: row.id, workspaceId: row.workspace_id } : undefined;
+}
+
+/**
+ * A completed payment (the payment processor's event, verified by the caller): the accepted quote
+ * becomes paid once, actor `system`, however often the event is repeated. Returns what happened.
+ */
+export async function recordPayment(
+  trx: Db,
+  payment: { eventId: string; eventType: string; quote?: { id: number; workspaceId: number }; reference: string },
+  options: { events: boolean },
+): Promise<'repeated' | 'unknown quote' | 'not accepted' | 'already paid' | 'paid'> {
+  const recorded = await trx('payment_events')
+    .insert({ id: payment.eventId, workspace_id: payment.quote?.workspaceId ?? null, type: payment.eventType })
+    .onConflict('id')
+    .ignore()
+    .returning('id');
+  if (recorded.length === 0) return 'repeated';
+  if (!payment.quote) return 'unknown quote';
+  const access = systemAccess(payment.quote.workspaceId, options);
+  const current = await quoteById(trx, access, payment.quote.id);
+  if (current.status === 'paid') return 'already paid';
+  if (current.status !== 'accepted') return 'not accepted';
+  await transition(trx, access, current, 'paid', `Quote ${current.quote_number} paid through Stripe (${payment.reference}).`);
+  return 'paid';
+}
+
+/**
+ * A customer finds the page of a sent quote by its number and their email (public key): one 404
+ * for every mismatch, so it does not say which of the two was wrong.
+ */
+export async function lookupQuote(db: Db, access: Access, input: { quote_number: string; email: string }, appUrl: string) {
+  const row = await scoped(db, 'quotes', access.workspaceId)
+    .where({ quote_number: input.quote_number })
+    .whereNot({ status: 'draft' })
+    .whereRaw('lower(customer_email) = ?', [input.email])
+    .first('quote_number', 'status', 'currency', db.raw('total::text as total'), db.raw(`to_char(valid_until, 'YYYY-MM-DD') as valid_until`), 'public_token');
+  if (!row) throw new NotFound('No quote matches this quote number and email address.');
+  const { public_token: token, ...quote } = row;
+  return { ...quote, url: `${appUrl}/q/${token}` };
+}

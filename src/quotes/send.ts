@@ -1,0 +1,50 @@
+import type { Access } from '../access.js';
+import type { Db } from '../db/database.js';
+import { Unavailable, Validation } from '../errors.js';
+import type { Mailer } from '../mail/mailer.js';
+import { renderMail } from '../templates.js';
+import { assertTransition, lockedQuoteForUser, transition, type QuoteJson } from './service.js';
+
+/** The public page of a quote: the link mailed to its customer. */
+export function publicUrl(appUrl: string, quote: QuoteJson): string {
+  return `${appUrl}/q/${quote.public_token}`;
+}
+
+/**
+ * draft → sent, mailing the customer the link to the public page unless `notify` is false. The
+ * mail goes out inside the transaction, so a refused mail (502) leaves the quote a draft.
+ */
+export async function sendQuote(
+  trx: Db,
+  access: Access,
+  id: number,
+  input: { notify?: boolean },
+  mail: { mailer: Mailer | null; appUrl: string },
+): Promise<{ quote: QuoteJson; url: string }> {
+  const quote = await lockedQuoteForUser(trx, access, id);
+  // A quote that cannot be sent is 409 naming its status, before any mail check (503, 422).
+  assertTransition(quote, 'sent');
+  const notify = input.notify !== false;
+  if (notify && !mail.mailer) {
+    throw new Unavailable('Mail is not configured on this server (SMTP_URL is unset); send with "notify": false to mark the quote sent without mailing it.');
+  }
+  if (notify && !quote.customer_email) throw new Validation('customer', 'customer: the quote has no customer email to send it to (or send with notify: false).');
+  const sent = await transition(trx, access, quote, 'sent', `Quote ${quote.quote_number} sent${notify ? ` to ${quote.customer_email}` : ''}.`);
+  const url = publicUrl(mail.appUrl, sent);
+  if (notify && mail.mailer) {
+    const workspace = await trx('workspaces').where({ id: access.workspaceId }).first('name');
+    await mail.mailer.send({
+      to: String(sent.customer_email),
+      ...renderMail('quote-sent', {
+        quote_number: sent.quote_number,
+        workspace: workspace.name,
+        name: String(sent.customer_name ?? sent.customer_email),
+        total: String(sent.total),
+        currency: String(sent.currency),
+        link: url,
+        valid_until: sent.valid_until ? `The quote is valid until ${sent.valid_until}.` : '',
+      }),
+    });
+  }
+  return { quote: sent, url };
+}

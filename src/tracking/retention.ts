@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import type { Config } from '../config.js';
+import { errorFields, log } from '../log.js';
+
+/** Rows deleted per statement, so a large backlog never holds locks for long. */
+const BATCH = 10_000;
+/** How often a long-running process (serve on the embedded database, worker --watch) purges. */
+const EVERY_MS = 10 * 60_000;
+
+export interface PurgeSummary {
+  events: number;
+  windows: number;
+  joinCodes: number;
+}
+
+/**
+ * Deletes tracking events older than TRACK_RETENTION_DAYS, rate windows older than an hour and join
+ * codes a week past their expiry (kept that long so a late redemption still hears 410, not 404).
+ * Workspace by workspace, so every delete walks an index that leads with workspace_id.
+ */
+export async function purgeExpiredTracking(db: Knex, config: Pick<Config, 'TRACK_RETENTION_DAYS'>): Promise<PurgeSummary> {
+  const summary: PurgeSummary = { events: 0, windows: 0, joinCodes: 0 };
+  const workspaces: { id: number }[] = await db('workspaces').select('id').orderBy('id');
+  for (const { id } of workspaces) {
+    for (;;) {
+      const { rowCount } = await db.raw(
+        `delete from track_events where ctid = any(array(
+           select ctid from track_events where workspace_id = ? and occurred_at < now() - make_interval(days => ?) limit ${BATCH}))`,
+        [id, config.TRACK_RETENTION_DAYS],
+      );
+      summary.events += rowCount ?? 0;
+      if ((rowCount ?? 0) < BATCH) break;
+    }
+    summary.windows += await db('track_rate_windows').where('workspace_id', id).where('window_start', '<', db.raw("now() - interval '1 hour'")).delete();
+    summary.joinCodes += await db('track_join_codes').where('workspace_id', id).where('expires_at', '<', db.raw("now() - interval '7 days'")).delete();
+  }
+  if (summary.events || summary.joinCodes) log.info('tracking purged', { ...summary });
+  return summary;
+}
+
+/**
+ * Purges now and then every ten minutes until `signal` aborts; resolves when the last purge has
+ * finished, so the caller may close the database after awaiting it. Failures are logged, not thrown.
+ */
+export async function keepPurgingTracking(db: Knex, config: Pick<Config, 'TRACK_RETENTION_DAYS'>, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      await purgeExpiredTracking(db, config);
+    } catch (err) {
+      if (!signal.aborted) log.error('tracking purge failed', errorFields(err));
+    }
+    if (signal.aborted) break;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      // unref: a purge pending is never what keeps a process alive.
+      const timer = setTimeout(done, EVERY_MS).unref();
+      signal.addEventListener('abort', done);
+    });
+  }
+}
