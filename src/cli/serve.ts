@@ -57,11 +57,6 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
   // An import's upload is read at the pace of the import (streamed, not buffered), so a request may last as long
   // as a product import's window: Node's default of 5 minutes would cut a slow one short with a 408.
   server.requestTimeout = (config.IMPORT_WINDOW_SECONDS + 120) * 1000;
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.PORT;
-  const where = database.kind === 'pglite' ? `embedded PGlite in ${config.DATA_DIR}` : 'PostgreSQL';
-  say(io.stdout, `Quoting listening on http://${config.HOST}:${port} (database: ${where}); API document at ${config.APP_URL}/api/v1/openapi.json`);
-
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -79,6 +74,12 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
     await database.close();
     process.exit(0);
   };
+  // Installed before the banner: whoever waits for the banner (an operator, systemd, a test) may signal at
+  // once, and until a handler is installed the kernel's default action kills the process mid-way.
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const where = database.kind === 'pglite' ? `embedded PGlite in ${config.DATA_DIR}` : 'PostgreSQL';
+  say(io.stdout, `Quoting listening on http://${config.HOST}:${port} (database: ${where}); API document at ${config.APP_URL}/api/v1/openapi.json`);
 }

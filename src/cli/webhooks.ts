@@ -41,13 +41,15 @@ async function deliver(config: Config, settings: WorkerSettings, opts: Record<st
     async (database) => {
       const { knex } = database;
       if (opts.watch) {
+        // The stop handlers go in before the first line: whoever waits for it may signal at once.
+        const { signal } = io;
         say(io.stdout, `Watching for deliveries (batch ${settings.batch}, ${settings.concurrency} at once); stop with Ctrl-C.`);
         await recordRun(knex, 'watch', 0);
         // doctor tells a live watcher from a dead one by this record, so it is refreshed while watching.
         const heartbeat = setInterval(() => void recordRun(knex, 'watch', 0).catch(() => undefined), 30_000);
-        void keepPurgingTracking(knex, config, io.signal);
+        void keepPurgingTracking(knex, config, signal);
         try {
-          await watchDeliveries(database, settings, io.signal);
+          await watchDeliveries(database, settings, signal);
         } finally {
           clearInterval(heartbeat);
         }
