@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { bin, cliEnv, migratedBackend, runCli as runCliWithin, tempDir, type CliOptions, type CliResult } from './helpers/cli.js';
+import { bin, cliEnv, freePort, migratedBackend, runCli as runCliWithin, startServe, tempDir, usingPostgres, type CliOptions, type CliResult } from './helpers/cli.js';
 
 /** Generous: the machine may be busy; nothing here measures time. */
 const runCli = (args: string[], options: CliOptions = {}) => runCliWithin(args, { timeoutMs: 180_000, ...options });
@@ -164,4 +164,34 @@ test('on a terminal under a CI system (CI=true): plain progress lines, since a C
   t.regex(result.screen, /^progress: 3 rows \(100 %\), 0 failed, \d+ rows\/s$/m);
   t.regex(result.screen, /3 rows read from the products file: 3 created, 0 updated, 0 unchanged \(rows\), 0 rows failed\./);
   t.notRegex(result.screen, /Importing products into acme/);
+});
+
+test('while quoting serve holds the embedded database, the caller\'s terminal and CI variables decide the view', async (t) => {
+  if (usingPostgres || !hasScript) {
+    t.log(usingPostgres ? 'skipped: this is about the embedded database; it runs when TEST_DATABASE_URL is unset' : 'skipped: needs script(1) from util-linux for a pseudo-terminal');
+    t.pass();
+    return;
+  }
+  const { env, file } = await setUp(t);
+  const person = { ...env, CI: undefined, CONTINUOUS_INTEGRATION: undefined };
+  const csv = (name: string, sku: string) => file(name, products.replace(/TEE/g, sku));
+  const plainLine = /^progress: 3 rows \(100 %\), 0 failed, \d+ rows\/s$/m;
+
+  let server = await startServe(t, ['--port', String(await freePort())], { env: person });
+  const live = await onTerminal(`import products ${csv('a.csv', 'CAP')} --workspace acme`, person);
+  t.is(live.code, 0, live.screen);
+  t.regex(live.screen, /Importing products into acme/);
+  t.notRegex(live.screen, /progress: /);
+  const underCi = await onTerminal(`import products ${csv('b.csv', 'HAT')} --workspace acme`, { ...env, CI: 'true' });
+  t.is(underCi.code, 0, underCi.screen);
+  t.regex(underCi.screen, plainLine, 'a CI caller gets plain lines from a server that is not under CI');
+  t.notRegex(underCi.screen, /Importing products into acme/);
+  t.deepEqual(await server.stop(), { code: 0, signal: null });
+
+  // A server started under CI cannot draw a live view (ink reads CI from its own process): plain lines, not a vanished view.
+  server = await startServe(t, ['--port', String(await freePort())], { env: { ...env, CI: 'true' } });
+  const fromCiServer = await onTerminal(`import products ${csv('c.csv', 'BAG')} --workspace acme`, person);
+  t.is(fromCiServer.code, 0, fromCiServer.screen);
+  t.regex(fromCiServer.screen, plainLine);
+  t.deepEqual(await server.stop(), { code: 0, signal: null });
 });

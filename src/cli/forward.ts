@@ -23,9 +23,10 @@ export async function forwardToServer(opts: Record<string, unknown>, io: Command
   }
   if (config.DATABASE_URL || !dataDirHolder(config.DATA_DIR)) return null;
   // The settings as this process sees them (its env file applied); DATA_DIR made absolute so that a
-  // command checking it looks at the same directory from the server's working directory.
+  // command checking it looks at the same directory from the server's working directory. With them the
+  // variables that say whether this output goes to a CI log (io.ts wantsLiveView).
   const env: Record<string, string> = {};
-  for (const key of Object.keys(configSchema.shape)) {
+  for (const key of [...Object.keys(configSchema.shape), 'CI', 'CONTINUOUS_INTEGRATION']) {
     const value = process.env[key];
     if (value !== undefined) env[key] = value;
   }

@@ -4,7 +4,7 @@ import { systemAccess } from '../access.js';
 import { HttpError } from '../errors.js';
 import { importCsv, type ImportKind, type ImportProgress, type ImportReport } from '../imports/service.js';
 import { findWorkspaceBySlug } from '../workspaces/service.js';
-import { commandConfig, commandPath, withDatabase } from './context.js';
+import { commandConfig, commandEnv, commandPath, withDatabase } from './context.js';
 import { say, wantsLiveView, type CommandIo } from './io.js';
 
 /** Errors listed after the summary; --json has them all. */
@@ -55,7 +55,7 @@ export async function importCommand(kind: ImportKind, file: string, options: Rec
     progress: { rows: 0, failed: 0, bytes: 0 },
     totalBytes,
   };
-  const view: View = opts.json ? silentView() : wantsLiveView(io.stdout) ? await inkView(io) : plainView(io);
+  const view: View = opts.json ? silentView() : wantsLiveView(io.stdout, commandEnv()) ? await inkView(io) : plainView(io);
   try {
     await withDatabase(
       config,

@@ -39,11 +39,17 @@ export function processIo(): CommandIo {
 /**
  * Whether a live view (redrawn in place) suits this output: a terminal, and not a CI system's log.
  * CI systems (CI or CONTINUOUS_INTEGRATION set, as the ink library itself checks) keep only a live
- * view's last frame, so there the plain progress lines say more.
+ * view's last frame, so there the plain progress lines say more. `env` is the caller's environment (a
+ * command run inside `quoting serve` for another process gets that process's); ink itself reads this
+ * process's environment, once, so a server running under CI cannot draw a live view for anyone.
  */
 export function wantsLiveView(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  return stream.isTTY === true && !inCi(env) && !inCi(process.env);
+}
+
+function inCi(env: NodeJS.ProcessEnv): boolean {
   const set = (key: string) => env[key] !== undefined && env[key] !== '0' && env[key] !== 'false';
-  return stream.isTTY === true && !set('CI') && !set('CONTINUOUS_INTEGRATION');
+  return set('CI') || set('CONTINUOUS_INTEGRATION');
 }
 
 /** One line to a stream (what console.log did, for any stream). */

@@ -75,9 +75,12 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
     process.exit(0);
   };
   // Installed before the banner: whoever waits for the banner (an operator, systemd, a test) may signal at
-  // once, and until a handler is installed the kernel's default action kills the process mid-way.
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  // once, and until a handler is installed the kernel's default action kills the process mid-way. `on`,
+  // not `once`: a library that restores the terminal on a signal (ink, for an import run here for a
+  // terminal) re-sends the signal when it finds itself the only listener left, killing the process before
+  // the database is closed; `stopping` makes a second signal harmless.
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const where = database.kind === 'pglite' ? `embedded PGlite in ${config.DATA_DIR}` : 'PostgreSQL';
