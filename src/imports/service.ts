@@ -35,9 +35,6 @@ export interface ImportOptions {
   signal?: AbortSignal;
 }
 
-/** Rows are validated and written this many at a time. */
-const BATCH_ROWS = 5000;
-
 class Rollback extends Error {}
 
 /**
@@ -77,7 +74,7 @@ export async function importCsv(db: Knex, access: Access, kind: ImportKind, sour
         let batch: CsvRow[] = [];
         for await (const row of csv.rows) {
           batch.push(row);
-          if (batch.length < BATCH_ROWS) continue;
+          if (batch.length < importer.batchRows) continue;
           const write = importer.prepare(batch, false);
           batch = [];
           await writing;
