@@ -78,11 +78,15 @@ export function orderImporter(header: string[]): Importer {
   const finished = new Map<string, number>();
   let open: PendingOrder | undefined;
   let writable: Set<number> | undefined;
+  /**
+   * Whether the workspace held any orders when the import began (read by the first write). If not, it holds none
+   * but this import's own, whose keys are `finished` (a later row with one fails as non-adjacent before any write):
+   * a first import into it looks no order up.
+   */
+  let ordersBefore: boolean | undefined;
 
   return {
     tables: ['orders', 'order_items', 'customers'],
-    // ~125 bytes a row, and a dozen round trips a batch (customers, events, orders, items): larger batches than products.
-    batchRows: 5000,
     prepare(rows, last) {
       const outcome = new BatchOutcome();
       /** Orders complete by the end of this batch (an order still open may go on in the next). */
@@ -130,7 +134,11 @@ export function orderImporter(header: string[]): Importer {
           const rows = await scoped(trx, 'channel_members', access.workspaceId).where({ user_id: access.userId }).whereIn('role', ['editor', 'manager']).select('channel_id');
           writable = new Set(rows.map((r: { channel_id: number }) => r.channel_id));
         }
-        await writeOrders(trx, access, complete, report, writable);
+        if (ordersBefore === undefined) {
+          const { rows } = await trx.raw('select exists (select 1 from orders where workspace_id = ?) as stored', [access.workspaceId]);
+          ordersBefore = (rows as { stored: boolean }[])[0].stored;
+        }
+        await writeOrders(trx, access, complete, report, writable, ordersBefore);
       };
     },
   };
@@ -156,7 +164,14 @@ function failOrder(order: PendingOrder, report: ImportReport, cause: RowError): 
   }
 }
 
-async function writeOrders(trx: Db, access: Access, orders: PendingOrder[], report: ImportReport, writable: Set<number> | undefined): Promise<void> {
+async function writeOrders(
+  trx: Db,
+  access: Access,
+  orders: PendingOrder[],
+  report: ImportReport,
+  writable: Set<number> | undefined,
+  ordersBefore: boolean,
+): Promise<void> {
   const workspaceId = access.workspaceId;
   // Rows that failed validation fail their order; so do totals numeric(14,2) cannot hold.
   let candidates: PendingOrder[] = [];
@@ -179,7 +194,7 @@ async function writeOrders(trx: Db, access: Access, orders: PendingOrder[], repo
   }
   if (candidates.length === 0) return;
 
-  const stored = await storedOrders(trx, workspaceId, candidates);
+  const stored = ordersBefore ? await storedOrders(trx, workspaceId, candidates) : new Map<string, StoredOrder>();
 
   // Channels must exist, and a member needs editor or manager on the channel of a new or a stored order.
   const channelIds = new Set<number>();

@@ -32,12 +32,6 @@ export type BatchWrite = (trx: Db, access: Access, report: ImportReport) => Prom
 export interface Importer {
   /** Tables the import may grow: analysed after a commit that created rows. */
   readonly tables: string[];
-  /**
-   * Rows read, validated and written at a time. Two batches are held at once (one written while the next is
-   * read), and everything a batch holds outlives the collector's young generation, so the batch's bytes set how
-   * far the heap grows before a full collection: wide rows take smaller batches.
-   */
-  readonly batchRows: number;
   /** `last`: no rows follow (whatever the importer still holds, the open order, goes with this batch). */
   prepare(rows: CsvRow[], last: boolean): BatchWrite;
 }
