@@ -3,8 +3,7 @@ import type { Db } from '../db/database.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { scoped } from '../db/scoped.js';
 import { Validation } from '../errors.js';
-import { emitMany, emitSelected } from '../events/outbox.js';
-import { customerJson } from '../customers/service.js';
+import { emitSelected } from '../events/outbox.js';
 import { itemJsonText } from '../orders/service.js';
 import { CENTS_LIMIT, lineTotalCents } from '../money.js';
 import { inputIssues } from '../schema/parse.js';
@@ -348,23 +347,34 @@ async function upsertCustomers(trx: Db, access: Access, orders: PendingOrder[]):
     if (email !== undefined && (!names.has(email) || (names.get(email) == null && name))) names.set(email, name ?? null);
   }
   if (names.size === 0) return new Map();
-  const rows = [...names].map(([email, name]) => ({ email, name }));
-  const { rows: written } = await trx.raw(
-    `insert into customers (workspace_id, email, name)
-     select ?, r.email, r.name from json_to_recordset(?::json) as r(email text, name text)
-     on conflict (workspace_id, email) do update set name = excluded.name, updated_at = now()
-       where excluded.name is not null and customers.name is distinct from excluded.name
-     returning ${customerJson('customers')} as json, (xmax = 0) as created`,
-    [access.workspaceId, JSON.stringify(rows)],
-  );
-  const changed = written as { json: { id: number; email: string }; created: boolean }[];
-  await emitMany(trx, access, changed.map(({ json, created }) => ({ type: created ? 'customer.created' : 'customer.updated', data: { customer: json } })));
-  const ids = new Map<string, number>();
+  // One statement upserts them and answers every email's id: the written rows from the upsert, the others (stored
+  // and unchanged) from the table. The events are rendered from the rows by PostgreSQL, as the orders' are.
   const { rows: all } = await trx.raw(
-    `select c.id, c.email from json_array_elements_text(?::json) as k(email)
-       cross join lateral (select id, email from customers where workspace_id = (select ?::int) and email = k.email limit 1) c`,
-    [JSON.stringify([...names.keys()]), access.workspaceId],
+    `with r as (select * from json_to_recordset(?::json) as r(email text, name text)),
+          written as (
+            insert into customers (workspace_id, email, name) select ?, r.email, r.name from r
+            on conflict (workspace_id, email) do update set name = excluded.name, updated_at = now()
+              where excluded.name is not null and customers.name is distinct from excluded.name
+            returning id, email, (xmax = 0) as created)
+     select r.email, coalesce(w.id, c.id) as id, w.created
+       from r left join written w on w.email = r.email
+       left join lateral (select id from customers where workspace_id = (select ?::int) and email = r.email limit 1) c on w.id is null`,
+    [JSON.stringify([...names].map(([email, name]) => ({ email, name }))), access.workspaceId, access.workspaceId],
   );
-  for (const { id, email } of all as { id: number; email: string }[]) ids.set(email, id);
+  const ids = new Map<string, number>();
+  const created: number[] = [];
+  const changed: number[] = [];
+  for (const { id, email, created: isNew } of all as { id: number; email: string; created: boolean | null }[]) {
+    ids.set(email, id);
+    if (isNew !== null) (isNew ? created : changed).push(id);
+  }
+  await emitSelected(
+    trx,
+    access,
+    created.length + changed.length,
+    `select case when c.id = any(?::int[]) then 'customer.created' else 'customer.updated' end as type, '{"customer":' || c.api_json || '}' as data
+       from customers c where c.workspace_id = ? and c.id = any(?::int[]) order by c.id`,
+    [`{${created.join(',')}}`, access.workspaceId, `{${[...created, ...changed].join(',')}}`],
+  );
   return ids;
 }
