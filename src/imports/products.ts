@@ -57,12 +57,13 @@ function genericFormat(header: string[]): Format {
       if (present.has('variant_name')) variant.variant_name = cell(values, 'variant_name');
       if (present.has('price')) variant.price = cell(values, 'price');
       if (attributes.length) {
-        const given: Record<string, string> = {};
+        const given: [string, string][] = [];
         for (const [name, i] of attributes) {
           const value = (values[i] ?? '').trim();
-          if (value !== '') given[name] = value;
+          if (value !== '') given.push([name, value]);
         }
-        variant.attributes = given;
+        // fromEntries defines each name as its own property, `__proto__` included.
+        variant.attributes = Object.fromEntries(given);
       }
       return { product_sku: String(variant.product_sku ?? '').trim(), product, variant };
     },
