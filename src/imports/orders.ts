@@ -314,10 +314,18 @@ async function writeOrders(
             '{"order":' || o.api_json || ',"items":[' || coalesce((
               select string_agg(${itemJsonText('i')}, ',' order by i.id) from order_items i
                where i.order_id = o.id and i.workspace_id = o.workspace_id), '') || ']}' as data
-       from orders o where o.workspace_id = ? and o.id = any(?::int[]) order by o.id`,
-    [`{${createdIds.join(',')}}`, workspaceId, `{${orderIds.join(',')}}`],
+       from unnest(?::int[]) as k(id) cross join lateral (${byId('orders')}) o order by o.id`,
+    [`{${createdIds.join(',')}}`, `{${orderIds.join(',')}}`, workspaceId],
   );
 }
+
+/**
+ * The rows of a list of ids (`k.id`), each found by its own probe, however the statistics stand (see storedVariants
+ * in products.ts). Written as `workspace_id = ? and id = any(?)`, it was planned, on a workspace this import is
+ * growing, as a scan of all the workspace's rows filtered by the list: each batch's events read every order so far.
+ * Binds the workspace id.
+ */
+const byId = (table: 'orders' | 'customers') => `select * from ${table} where workspace_id = (select ?::int) and id = k.id limit 1`;
 
 async function storedOrders(trx: Db, workspaceId: number, orders: PendingOrder[]): Promise<Map<string, StoredOrder>> {
   // One probe of the unique index per key, planned so whatever the statistics say (see storedVariants in
@@ -373,8 +381,8 @@ async function upsertCustomers(trx: Db, access: Access, orders: PendingOrder[]):
     access,
     created.length + changed.length,
     `select case when c.id = any(?::int[]) then 'customer.created' else 'customer.updated' end as type, '{"customer":' || c.api_json || '}' as data
-       from customers c where c.workspace_id = ? and c.id = any(?::int[]) order by c.id`,
-    [`{${created.join(',')}}`, access.workspaceId, `{${[...created, ...changed].join(',')}}`],
+       from unnest(?::int[]) as k(id) cross join lateral (${byId('customers')}) c order by c.id`,
+    [`{${created.join(',')}}`, `{${[...created, ...changed].join(',')}}`, access.workspaceId],
   );
   return ids;
 }
