@@ -285,6 +285,10 @@ test.serial('orders: grouped into orders, totals in numeric, customers by email;
   t.is(stored.length, 1);
   t.is(stored[0].text, JSON.stringify({ order: order.order, items: order.items }));
   t.deepEqual(await queued(), ['order.created', 'order.created', 'order.created']);
+  // Each new customer has its customer.created event, whose body is the customer as the API returns it.
+  const { rows: customerEvents } = await app.db.raw(`select data::text as text from events where workspace_id = ? and type = 'customer.created' order by created_at, id`, [owner.workspace.id]);
+  const bob = (await owner.client.get('/api/v1/customers?q=bob@example.com')).body.data.customers[0];
+  t.deepEqual(customerEvents.map((e: any) => e.text).sort(), [JSON.stringify({ customer: customer }), JSON.stringify({ customer: bob })].sort());
 
   const third = await csvPost('/api/v1/orders/import', fixed);
   t.deepEqual(third.body.data.import, { rows: 4, created: 0, updated: 0, unchanged: 3, failed: 0, errors: [] });

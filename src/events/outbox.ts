@@ -110,40 +110,11 @@ export async function emitWithin<T>(
 }
 
 /**
- * Several events at once (an import's orders): the same outbox rows and fan-out as `emit`, written
- * with one statement each under one savepoint, so a large batch costs a few round trips, not a few per event.
- */
-export async function emitMany(trx: Db, access: Access, events: { type: EventType; data: Record<string, unknown> }[]): Promise<void> {
-  if (!access.events || events.length === 0) return;
-  const workspaceId = access.workspaceId;
-  try {
-    await trx.transaction(async (savepoint) => {
-      const rows = events.map(({ type, data }) => ({ id: eventId(), type, data: JSON.stringify(data) }));
-      await savepoint.raw(
-        `insert into events (id, workspace_id, type, data)
-         select r.id, ?, r.type, r.data::json from json_to_recordset(?::json) as r(id text, type text, data text)`,
-        [workspaceId, JSON.stringify(rows)],
-      );
-      const { rowCount } = await savepoint.raw(
-        `insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
-         select s.workspace_id, s.id, e.id, e.type
-           from json_to_recordset(?::json) as e(id text, type text)
-           join webhook_subscriptions s on s.workspace_id = ? and s.active
-            and s.event_types && array['*', e.type, split_part(e.type, '.', 1) || '.*']::text[]`,
-        [JSON.stringify(rows.map(({ id, type }) => ({ id, type }))), workspaceId],
-      );
-      if (rowCount) await savepoint.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
-    });
-  } catch (err) {
-    log.error('events not emitted', { count: events.length, workspace_id: workspaceId, ...errorFields(err) });
-  }
-}
-
-/**
- * Events whose bodies PostgreSQL renders (an import's orders, read from the rows just written): `select`
+ * Events whose bodies PostgreSQL renders (an import's orders and customers, read from the rows just written): `select`
  * gives at most `count` rows of `type` and `data` (the body as compact JSON text, as JSON.stringify
  * prints it), in the order the events are to have. One statement writes the outbox rows and their
- * deliveries, under a savepoint as `emitMany`, so no body travels to node and back.
+ * deliveries, under a savepoint (a failure is logged and swallowed, as `emit` does), so no body travels
+ * to node and back.
  */
 export async function emitSelected(trx: Db, access: Access, count: number, select: string, bindings: readonly Knex.RawBinding[]): Promise<void> {
   if (!access.events || count === 0) return;

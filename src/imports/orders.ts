@@ -3,8 +3,7 @@ import type { Db } from '../db/database.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { scoped } from '../db/scoped.js';
 import { Validation } from '../errors.js';
-import { emitMany, emitSelected } from '../events/outbox.js';
-import { customerJson } from '../customers/service.js';
+import { emitSelected } from '../events/outbox.js';
 import { itemJsonText } from '../orders/service.js';
 import { CENTS_LIMIT, lineTotalCents } from '../money.js';
 import { inputIssues } from '../schema/parse.js';
@@ -78,6 +77,12 @@ export function orderImporter(header: string[]): Importer {
   const finished = new Map<string, number>();
   let open: PendingOrder | undefined;
   let writable: Set<number> | undefined;
+  /**
+   * Whether the workspace held any orders when the import began (read by the first write). If not, it holds none
+   * but this import's own, whose keys are `finished` (a later row with one fails as non-adjacent before any write):
+   * a first import into it looks no order up.
+   */
+  let ordersBefore: boolean | undefined;
 
   return {
     tables: ['orders', 'order_items', 'customers'],
@@ -128,7 +133,11 @@ export function orderImporter(header: string[]): Importer {
           const rows = await scoped(trx, 'channel_members', access.workspaceId).where({ user_id: access.userId }).whereIn('role', ['editor', 'manager']).select('channel_id');
           writable = new Set(rows.map((r: { channel_id: number }) => r.channel_id));
         }
-        await writeOrders(trx, access, complete, report, writable);
+        if (ordersBefore === undefined) {
+          const { rows } = await trx.raw('select exists (select 1 from orders where workspace_id = ?) as stored', [access.workspaceId]);
+          ordersBefore = (rows as { stored: boolean }[])[0].stored;
+        }
+        await writeOrders(trx, access, complete, report, writable, ordersBefore);
       };
     },
   };
@@ -154,7 +163,14 @@ function failOrder(order: PendingOrder, report: ImportReport, cause: RowError): 
   }
 }
 
-async function writeOrders(trx: Db, access: Access, orders: PendingOrder[], report: ImportReport, writable: Set<number> | undefined): Promise<void> {
+async function writeOrders(
+  trx: Db,
+  access: Access,
+  orders: PendingOrder[],
+  report: ImportReport,
+  writable: Set<number> | undefined,
+  ordersBefore: boolean,
+): Promise<void> {
   const workspaceId = access.workspaceId;
   // Rows that failed validation fail their order; so do totals numeric(14,2) cannot hold.
   let candidates: PendingOrder[] = [];
@@ -177,7 +193,7 @@ async function writeOrders(trx: Db, access: Access, orders: PendingOrder[], repo
   }
   if (candidates.length === 0) return;
 
-  const stored = await storedOrders(trx, workspaceId, candidates);
+  const stored = ordersBefore ? await storedOrders(trx, workspaceId, candidates) : new Map<string, StoredOrder>();
 
   // Channels must exist, and a member needs editor or manager on the channel of a new or a stored order.
   const channelIds = new Set<number>();
@@ -298,10 +314,18 @@ async function writeOrders(trx: Db, access: Access, orders: PendingOrder[], repo
             '{"order":' || o.api_json || ',"items":[' || coalesce((
               select string_agg(${itemJsonText('i')}, ',' order by i.id) from order_items i
                where i.order_id = o.id and i.workspace_id = o.workspace_id), '') || ']}' as data
-       from orders o where o.workspace_id = ? and o.id = any(?::int[]) order by o.id`,
-    [`{${createdIds.join(',')}}`, workspaceId, `{${orderIds.join(',')}}`],
+       from unnest(?::int[]) as k(id) cross join lateral (${byId('orders')}) o order by o.id`,
+    [`{${createdIds.join(',')}}`, `{${orderIds.join(',')}}`, workspaceId],
   );
 }
+
+/**
+ * The rows of a list of ids (`k.id`), each found by its own probe, however the statistics stand (see storedVariants
+ * in products.ts). Written as `workspace_id = ? and id = any(?)`, it was planned, on a workspace this import is
+ * growing, as a scan of all the workspace's rows filtered by the list: each batch's events read every order so far.
+ * Binds the workspace id.
+ */
+const byId = (table: 'orders' | 'customers') => `select * from ${table} where workspace_id = (select ?::int) and id = k.id limit 1`;
 
 async function storedOrders(trx: Db, workspaceId: number, orders: PendingOrder[]): Promise<Map<string, StoredOrder>> {
   // One probe of the unique index per key, planned so whatever the statistics say (see storedVariants in
@@ -331,23 +355,34 @@ async function upsertCustomers(trx: Db, access: Access, orders: PendingOrder[]):
     if (email !== undefined && (!names.has(email) || (names.get(email) == null && name))) names.set(email, name ?? null);
   }
   if (names.size === 0) return new Map();
-  const rows = [...names].map(([email, name]) => ({ email, name }));
-  const { rows: written } = await trx.raw(
-    `insert into customers (workspace_id, email, name)
-     select ?, r.email, r.name from json_to_recordset(?::json) as r(email text, name text)
-     on conflict (workspace_id, email) do update set name = excluded.name, updated_at = now()
-       where excluded.name is not null and customers.name is distinct from excluded.name
-     returning ${customerJson('customers')} as json, (xmax = 0) as created`,
-    [access.workspaceId, JSON.stringify(rows)],
-  );
-  const changed = written as { json: { id: number; email: string }; created: boolean }[];
-  await emitMany(trx, access, changed.map(({ json, created }) => ({ type: created ? 'customer.created' : 'customer.updated', data: { customer: json } })));
-  const ids = new Map<string, number>();
+  // One statement upserts them and answers every email's id: the written rows from the upsert, the others (stored
+  // and unchanged) from the table. The events are rendered from the rows by PostgreSQL, as the orders' are.
   const { rows: all } = await trx.raw(
-    `select c.id, c.email from json_array_elements_text(?::json) as k(email)
-       cross join lateral (select id, email from customers where workspace_id = (select ?::int) and email = k.email limit 1) c`,
-    [JSON.stringify([...names.keys()]), access.workspaceId],
+    `with r as (select * from json_to_recordset(?::json) as r(email text, name text)),
+          written as (
+            insert into customers (workspace_id, email, name) select ?, r.email, r.name from r
+            on conflict (workspace_id, email) do update set name = excluded.name, updated_at = now()
+              where excluded.name is not null and customers.name is distinct from excluded.name
+            returning id, email, (xmax = 0) as created)
+     select r.email, coalesce(w.id, c.id) as id, w.created
+       from r left join written w on w.email = r.email
+       left join lateral (select id from customers where workspace_id = (select ?::int) and email = r.email limit 1) c on w.id is null`,
+    [JSON.stringify([...names].map(([email, name]) => ({ email, name }))), access.workspaceId, access.workspaceId],
   );
-  for (const { id, email } of all as { id: number; email: string }[]) ids.set(email, id);
+  const ids = new Map<string, number>();
+  const created: number[] = [];
+  const changed: number[] = [];
+  for (const { id, email, created: isNew } of all as { id: number; email: string; created: boolean | null }[]) {
+    ids.set(email, id);
+    if (isNew !== null) (isNew ? created : changed).push(id);
+  }
+  await emitSelected(
+    trx,
+    access,
+    created.length + changed.length,
+    `select case when c.id = any(?::int[]) then 'customer.created' else 'customer.updated' end as type, '{"customer":' || c.api_json || '}' as data
+       from unnest(?::int[]) as k(id) cross join lateral (${byId('customers')}) c order by c.id`,
+    [`{${created.join(',')}}`, `{${[...created, ...changed].join(',')}}`, access.workspaceId],
+  );
   return ids;
 }

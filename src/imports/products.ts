@@ -37,7 +37,11 @@ function genericFormat(header: string[]): Format {
   for (const required of ['product_sku', 'name', 'variant_sku']) {
     if (!index.has(required)) throw new Validation(required, `The CSV has no ${required} column (required for a product import).`);
   }
-  const attributes = header.map((name, i) => [name.trim(), i] as const).filter(([name]) => /^attr:/i.test(name) && name.length > 5);
+  /** [attribute name, column]: the name is what follows `attr:`. */
+  const attributes = header
+    .map((name, i) => [name.trim(), i] as const)
+    .filter(([name]) => /^attr:/i.test(name) && name.length > 5)
+    .map(([name, i]) => [name.slice(5).trim(), i] as const);
   const present = new Set([...productColumns, 'variant_name', 'price'].filter((c) => index.has(c)));
   if (attributes.length) present.add('attributes');
   const cell = (values: string[], name: string) => {
@@ -53,9 +57,13 @@ function genericFormat(header: string[]): Format {
       if (present.has('variant_name')) variant.variant_name = cell(values, 'variant_name');
       if (present.has('price')) variant.price = cell(values, 'price');
       if (attributes.length) {
-        variant.attributes = Object.fromEntries(
-          attributes.map(([name, i]) => [name.slice(5).trim(), (values[i] ?? '').trim()] as const).filter(([, value]) => value !== ''),
-        );
+        const given: [string, string][] = [];
+        for (const [name, i] of attributes) {
+          const value = (values[i] ?? '').trim();
+          if (value !== '') given.push([name, value]);
+        }
+        // fromEntries defines each name as its own property, `__proto__` included.
+        variant.attributes = Object.fromEntries(given);
       }
       return { product_sku: String(variant.product_sku ?? '').trim(), product, variant };
     },
@@ -136,6 +144,8 @@ interface Candidate {
   line: number;
   variant: VariantRow;
   product?: Record<string, string | undefined>;
+  /** Set when this row defines its product (the first good row of a product not yet stored by this import). */
+  defines?: ProductRow;
 }
 
 interface StoredVariant {
@@ -168,6 +178,13 @@ export function productImporter(header: string[]): Importer {
   const products = new Map<string, ProductState>();
   /** Variant SKUs already taken by an earlier row of this file. */
   const seen = new Map<string, number>();
+  /** Whether the workspace held any products and any variants when the import began (read by the first write). */
+  let before: { products: boolean; variants: boolean } | undefined;
+  const setId = (sku: string, id: number) => {
+    const state = products.get(sku);
+    if (state) state.id = id;
+    else products.set(sku, { id });
+  };
 
   return {
     tables: ['products', 'variants'],
@@ -195,10 +212,15 @@ export function productImporter(header: string[]): Importer {
 
   async function write(trx: Db, access: Access, candidates: Candidate[], report: ImportReport): Promise<void> {
     const fail = (line: number, field: string, message: string) => report.errors.push({ row: line, field, message });
-    const stored = await storedVariants(trx, access.workspaceId, candidates.map((c) => c.variant.variant_sku));
-    const storedProducts = await storedProductsBySku(trx, access.workspaceId, [...new Set(candidates.map((c) => c.variant.product_sku))].filter((sku) => products.get(sku)?.id === undefined));
+    // A workspace with no variants (products) when the import began holds none but this import's own, and those
+    // this import knows (`seen`, the ids in `products`): a first import into it looks nothing up.
+    before ??= await storedBefore(trx, access.workspaceId);
+    const stored = before.variants ? await storedVariants(trx, access.workspaceId, candidates.map((c) => c.variant.variant_sku)) : new Map<string, StoredVariant>();
+    const storedProducts = before.products
+      ? await storedProductsBySku(trx, access.workspaceId, [...new Set(candidates.map((c) => c.variant.product_sku))].filter((sku) => products.get(sku)?.id === undefined))
+      : new Map<string, StoredProduct>();
 
-    const good: (Candidate & { defines?: ProductRow })[] = [];
+    const good: Candidate[] = [];
     const definedHere = new Set<string>();
     for (const candidate of candidates) {
       const { variant } = candidate;
@@ -229,7 +251,8 @@ export function productImporter(header: string[]): Importer {
         definedHere.add(variant.product_sku);
       }
       seen.set(variant.variant_sku, candidate.line);
-      good.push({ ...candidate, defines });
+      candidate.defines = defines;
+      good.push(candidate);
     }
 
     // Products first: new ones inserted, changed ones updated, in one statement.
@@ -249,7 +272,7 @@ export function productImporter(header: string[]): Importer {
       };
       if (!current) productOutcome.set(next.sku, 'created');
       else {
-        products.set(next.sku, { ...products.get(next.sku), id: current.id });
+        setId(next.sku, current.id);
         const same = (['name', 'type', 'status', 'brand', 'category', 'description'] as const).every((key) => current[key] === next[key]);
         productOutcome.set(next.sku, same ? 'unchanged' : 'updated');
         if (same) continue;
@@ -266,7 +289,7 @@ export function productImporter(header: string[]): Importer {
          returning id, sku`,
         [access.workspaceId, JSON.stringify(productWrites)],
       );
-      for (const { id, sku } of written as { id: number; sku: string }[]) products.set(sku, { ...products.get(sku), id });
+      for (const { id, sku } of written as { id: number; sku: string }[]) setId(sku, id);
     }
 
     // Then variants: the same, against the stored values read above.
@@ -328,6 +351,14 @@ async function storedVariants(trx: Db, workspaceId: number, skus: string[]): Pro
     [JSON.stringify(skus), workspaceId],
   );
   return new Map((rows as StoredVariant[]).map((row) => [row.sku, row]));
+}
+
+async function storedBefore(trx: Db, workspaceId: number): Promise<{ products: boolean; variants: boolean }> {
+  const { rows } = await trx.raw(
+    `select exists (select 1 from products where workspace_id = ?) as products, exists (select 1 from variants where workspace_id = ?) as variants`,
+    [workspaceId, workspaceId],
+  );
+  return rows[0];
 }
 
 async function storedProductsBySku(trx: Db, workspaceId: number, skus: string[]): Promise<Map<string, StoredProduct>> {

@@ -35,8 +35,13 @@ export interface ImportOptions {
   signal?: AbortSignal;
 }
 
-/** Rows are validated and written this many at a time. */
-const BATCH_ROWS = 5000;
+/**
+ * Rows read, validated and written at a time. Two batches are held at once (one written while the next is read),
+ * long enough to outlive the collector's young generation, so their size sets how far the heap grows before a
+ * full collection: with 5,000 rows of a realistic product file (~250 bytes a row) the server grew by ~100 MB over
+ * a 50,000-row import, with 2,000 by 11–79 MB (12 imports under load), no slower.
+ */
+const BATCH_ROWS = 2000;
 
 class Rollback extends Error {}
 
