@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Db } from '../db/database.js';
 import type { User, Workspace } from '../workspaces/model.js';
 import { randomToken, sha256 } from './crypto.js';
+import { batchedLookup } from '../db/batched.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { SessionCache } from './session-cache.js';
 
@@ -23,26 +24,32 @@ export async function createSession(db: Db, userId: number): Promise<string> {
   return token;
 }
 
-/** The session of a cookie token: from the cache, or one query for the session, its user and the user's workspace. */
+/**
+ * The session of a cookie token: from the cache, or read with the other misses of the moment (one query
+ * for their sessions, users and workspaces). What was read is cached only if nothing was evicted while it
+ * was being read: the read may have seen the session before a logout or a revocation that committed then.
+ */
 export async function resolveSession(db: Db, token: string | undefined, cache?: SessionCache): Promise<ResolvedSession | null> {
   if (!token || token.length > 200) return null;
   const tokenHash = sha256(token);
   const cached = cache?.get(tokenHash);
   if (cached) return cached;
-  const session = await loadSession(db, tokenHash);
-  if (session) cache?.set(tokenHash, session);
+  const readAt = cache?.generation ?? 0;
+  const session = (await loadSession(db, tokenHash)) ?? null;
+  if (session) cache?.set(tokenHash, session, readAt);
   return session;
 }
 
 /** One statement through the unique token_hash index, prepared once per connection (every cache miss runs it). */
-const sessionByTokenHash = preparedQuery<SessionRow>('quoting_session_by_token_hash', `
-  select s.id as session_id, s.expires_at,
+const sessionsByTokenHash = preparedQuery<SessionRow>('quoting_sessions_by_token_hashes', `
+  select s.token_hash, s.id as session_id, s.expires_at,
          u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
          w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.created_at as ws_created_at, w.updated_at as ws_updated_at
   from sessions s join users u on u.id = s.user_id left join workspaces w on w.id = u.workspace_id
-  where s.token_hash = ? and s.expires_at > now()`);
+  where s.token_hash = any(?::text[]) and s.expires_at > now()`);
 
 interface SessionRow {
+  token_hash: string;
   session_id: number;
   expires_at: Date;
   user_id: number;
@@ -61,9 +68,14 @@ interface SessionRow {
   ws_updated_at: Date;
 }
 
-async function loadSession(db: Db, tokenHash: string): Promise<ResolvedSession | null> {
-  const [row] = await sessionByTokenHash(db, [tokenHash]);
-  if (!row) return null;
+/** Concurrent cache misses share one query (see db/batched.ts); each gets the row of its own token hash. */
+const loadSession = batchedLookup(async (db, tokenHashes) => {
+  const sessions = new Map<string, ResolvedSession>();
+  for (const row of await sessionsByTokenHash(db, [tokenHashes])) sessions.set(row.token_hash, sessionOf(row));
+  return sessions;
+});
+
+function sessionOf(row: SessionRow): ResolvedSession {
   return {
     id: row.session_id,
     expiresAt: row.expires_at,
