@@ -55,10 +55,39 @@ function assertAllOk(name: string, result: autocannon.Result): autocannon.Result
   return result;
 }
 
+/** user + system CPU milliseconds of one process (/proc/<pid>/stat, in ticks of 10 ms), 0 once it has ended. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU milliseconds of the bench database's backends (not other databases' on the same server), by pid. */
+async function backendsCpu(knex: Knex): Promise<Map<number, number>> {
+  const { rows } = await knex.raw('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+  return new Map(rows.map(({ pid }: { pid: number }) => [pid, cpuMs(pid)]));
+}
+
+interface Measured {
+  result: autocannon.Result;
+  /** CPU µs per request of the server process and of the database's backends. */
+  serverUs: number;
+  databaseUs: number;
+}
+
 /** Warm-up (discarded), then the measured run; fails on any error or non-2xx answer. */
-async function measure(name: string, url: string): Promise<autocannon.Result> {
+async function measure(knex: Knex, name: string, url: string, pid: number): Promise<Measured> {
   if (warmup > 0) await load(url, warmup);
-  return assertAllOk(name, await load(url, duration));
+  const [server, backends] = [cpuMs(pid), await backendsCpu(knex)];
+  const result = assertAllOk(name, await load(url, duration));
+  const serverUs = ((cpuMs(pid) - server) * 1000) / result.requests.total;
+  let database = 0;
+  for (const [backend, cpu] of await backendsCpu(knex)) database += cpu - (backends.get(backend) ?? 0);
+  return { result, serverUs, databaseUs: (database * 1000) / result.requests.total };
 }
 
 /** Entries the sessions' token_hash index has returned so far (statistics PostgreSQL flushes within ~1 s of a backend idling). */
@@ -112,16 +141,18 @@ runBench(async () => {
   const uncachedUrl = `${uncachedApp.url}/api/v1/auth/me`;
 
   const servers = [
-    { name: 'bare koa, same body (baseline)', url: bareUrl, rates: [] as number[], p99: [] as number[] },
-    { name: 'quoting serve, session cache on (default)', url: meUrl, rates: [] as number[], p99: [] as number[] },
-    { name: 'quoting serve, SESSION_CACHE_SECONDS=0', url: uncachedUrl, rates: [] as number[], p99: [] as number[] },
-  ];
+    { name: 'bare koa, same body (baseline)', url: bareUrl, pid: bare.child.pid! },
+    { name: 'quoting serve, session cache on (default)', url: meUrl, pid: app.child.pid! },
+    { name: 'quoting serve, SESSION_CACHE_SECONDS=0', url: uncachedUrl, pid: uncachedApp.child.pid! },
+  ].map((server) => ({ ...server, rates: [] as number[], p99: [] as number[], serverUs: [] as number[], databaseUs: [] as number[] }));
   for (const server of servers) if (warmup > 0) await load(server.url, warmup);
   for (let round = 0; round < rounds; round++) {
     for (const server of servers) {
-      const result = await measure(server.name, server.url);
+      const { result, serverUs, databaseUs } = await measure(knex, server.name, server.url, server.pid);
       server.rates.push(result.requests.average);
       server.p99.push(result.latency.p99);
+      server.serverUs.push(serverUs);
+      server.databaseUs.push(databaseUs);
     }
   }
   const spread = (xs: number[]) => `${Math.min(...xs).toFixed(0)} / ${median(xs).toFixed(0)} / ${Math.max(...xs).toFixed(0)}`;
@@ -129,11 +160,12 @@ runBench(async () => {
   printTable(
     `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}, ${cookies.length} sessions in turn; load average ${loadavg()}`,
     [
-      ['server', 'req/s min / median / max', 'p99 (median round)', 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
+      ['server', 'req/s min / median / max', 'p99 (median round)', 'CPU µs/request: server / PostgreSQL (medians)', 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
       ...servers.map((s) => {
         const ratios = s.rates.map((rate, round) => rate / servers[0].rates[round]);
         const ratioSpread = `${Math.min(...ratios).toFixed(3)} / ${median(ratios).toFixed(3)} / ${Math.max(...ratios).toFixed(3)}`;
-        return [s.name, spread(s.rates), `${median(s.p99)} ms`, (median(s.rates) / koa).toFixed(3), ratioSpread];
+        const cpu = `${median(s.serverUs).toFixed(0)} / ${median(s.databaseUs).toFixed(0)}`;
+        return [s.name, spread(s.rates), `${median(s.p99)} ms`, cpu, (median(s.rates) / koa).toFixed(3), ratioSpread];
       }),
     ],
   );
