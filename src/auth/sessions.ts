@@ -79,7 +79,7 @@ function sessionOf(row: SessionRow): ResolvedSession {
   return {
     id: row.session_id,
     expiresAt: row.expires_at,
-    user: {
+    user: serialisedOnce({
       id: row.user_id,
       email: row.email,
       name: row.user_name,
@@ -87,11 +87,11 @@ function sessionOf(row: SessionRow): ResolvedSession {
       role: row.role,
       created_at: row.user_created_at,
       updated_at: row.user_updated_at,
-    },
+    }),
     workspace:
       row.workspace_id === null
         ? null
-        : {
+        : serialisedOnce({
             id: row.workspace_id,
             name: row.ws_name,
             slug: row.slug,
@@ -100,8 +100,19 @@ function sessionOf(row: SessionRow): ResolvedSession {
             public_key: row.public_key,
             created_at: row.ws_created_at,
             updated_at: row.ws_updated_at,
-          },
+          }),
   };
+}
+
+/**
+ * A cached session's user and workspace are answered as they are on many requests (`/auth/me`): their
+ * JSON form is made on the first, and reused (`JSON.stringify` of the four dates was most of the cost of
+ * serialising that answer). They are frozen, so that form cannot go stale.
+ */
+function serialisedOnce<T extends object>(value: T): T {
+  let json: unknown;
+  Object.defineProperty(value, 'toJSON', { value: () => (json ??= JSON.parse(JSON.stringify({ ...value }))) });
+  return Object.freeze(value);
 }
 
 export async function deleteSession(db: Db, sessionId: number): Promise<void> {
