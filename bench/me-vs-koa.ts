@@ -90,7 +90,7 @@ async function measure(knex: Knex, name: string, url: string, pid: number): Prom
   return { result, serverUs, databaseUs: (database * 1000) / result.requests.total };
 }
 
-/** Entries the sessions' token_hash index has returned so far (statistics PostgreSQL flushes within ~1 s of a backend idling). */
+/** Entries the sessions' token_hash index has returned so far (statistics a backend flushes within 10 s of idling). */
 async function sessionIndexReads(knex: Knex): Promise<number> {
   await knex.raw('select pg_stat_clear_snapshot()');
   const { rows } = await knex.raw(
@@ -104,7 +104,7 @@ async function sessionIndexReads(knex: Knex): Promise<number> {
  * fills the cache, if any); the statistics are given time to settle before and after.
  */
 async function readsPerRequest(knex: Knex, name: string, url: string, amount: number): Promise<number> {
-  const settle = () => new Promise((resolve) => setTimeout(resolve, 2_500));
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 11_000));
   assertAllOk(name, await load(url, 0, cookies.length));
   await settle();
   const before = await sessionIndexReads(knex);
