@@ -110,9 +110,16 @@ function sessionOf(row: SessionRow): ResolvedSession {
  * serialising that answer). They are frozen, so that form cannot go stale.
  */
 function serialisedOnce<T extends object>(value: T): T {
-  let json: unknown;
-  Object.defineProperty(value, 'toJSON', { value: () => (json ??= JSON.parse(JSON.stringify({ ...value }))) });
+  let json: Record<string, unknown> | undefined;
+  Object.defineProperty(value, 'toJSON', { value: () => (json ??= jsonForm(value)) });
   return Object.freeze(value);
+}
+
+/** The object as JSON.stringify sees it: dates as their ISO text. */
+function jsonForm(value: object): Record<string, unknown> {
+  const form: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) form[key] = field instanceof Date ? field.toJSON() : field;
+  return form;
 }
 
 export async function deleteSession(db: Db, sessionId: number): Promise<void> {
