@@ -40,7 +40,7 @@ export async function resolveSession(db: Db, token: string | undefined, cache?: 
   return session;
 }
 
-/** One statement through the unique token_hash index, prepared once per connection (every cache miss runs it). */
+/** One statement through the unique token_hash index for a batch of tokens, prepared once per connection (every batch of cache misses runs it). */
 const sessionsByTokenHash = preparedQuery<SessionRow>('quoting_sessions_by_token_hashes', `
   select s.token_hash, s.id as session_id, s.expires_at,
          u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
