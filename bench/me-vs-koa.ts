@@ -4,13 +4,20 @@
  * (`SESSION_CACHE_SECONDS=0`: one session query per request, what every cache miss costs), against a bare
  * koa app answering the same JSON body. Rounds alternate (koa, cached, uncached, koa, …; `--rounds` (3));
  * each server is its own child process; autocannon runs in this one.
- *   node dist/bench/me-vs-koa.js [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--pipelining 1]
+ * Each request carries the next of `--sessions` (1000) distinct sessions of the bench user, round robin over
+ * every connection, and so does each request to koa (which ignores it): concurrent requests of the uncached
+ * server are distinct cache misses, as many clients would be, not one token that could be looked up once
+ * for all. After the rounds, the session index's reads per request of each server are counted
+ * (pg_stat_user_indexes): ~1 for the uncached server (a miss on every request), ~0 for the cached one.
+ *   node dist/bench/me-vs-koa.js [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--pipelining 1] [--sessions 1000]
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import fs from 'node:fs';
-import { freshPostgresUrl, median, note, printTable, runBench, signUp, startChild, startQuoting } from './lib.js';
+import knexFactory, { type Knex } from 'knex';
+import { createSession, SESSION_COOKIE } from '../src/auth/sessions.js';
+import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startChild, startQuoting } from './lib.js';
 
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
@@ -21,6 +28,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
     pipelining: { type: 'string', default: '1' },
+    sessions: { type: 'string', default: '1000' },
   },
 });
 const duration = Number(values.duration);
@@ -28,27 +36,95 @@ const warmup = Number(values.warmup);
 const connections = Number(values.connections);
 const pipelining = Number(values.pipelining);
 const rounds = Math.max(3, Number(values.rounds));
+const sessions = Math.max(1, Number(values.sessions));
 const TARGETS = { cached: 0.6, uncached: 0.25 };
 
-async function load(url: string, headers: Record<string, string>, seconds: number): Promise<autocannon.Result> {
-  return autocannon({ url, headers, connections, pipelining, duration: seconds });
+/** The cookies requests carry, one after the other (shared by all connections, so no two in flight match). */
+let cookies: string[] = [];
+let nextCookie = 0;
+
+async function load(url: string, seconds: number, amount?: number): Promise<autocannon.Result> {
+  const requests = [{ setupRequest: (request: any) => ({ ...request, headers: { cookie: cookies[nextCookie++ % cookies.length] } }) }];
+  return autocannon({ url, requests, connections, pipelining, ...(amount ? { amount } : { duration: seconds }) });
 }
 
-/** Warm-up (discarded), then the measured run; fails on any error or non-2xx answer. */
-async function measure(name: string, url: string, headers: Record<string, string>): Promise<autocannon.Result> {
-  if (warmup > 0) await load(url, headers, warmup);
-  const result = await load(url, headers, duration);
+function assertAllOk(name: string, result: autocannon.Result): autocannon.Result {
   if (result.errors || result.non2xx) {
     throw new Error(`${name}: ${result.errors} connection errors, ${result.non2xx} non-2xx answers in ${result.requests.total} requests`);
   }
   return result;
 }
 
+/** user + system CPU milliseconds of one process (/proc/<pid>/stat, in ticks of 10 ms), 0 once it has ended. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU milliseconds of the bench database's backends (not other databases' on the same server), by pid. */
+async function backendsCpu(knex: Knex): Promise<Map<number, number>> {
+  const { rows } = await knex.raw('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+  return new Map(rows.map(({ pid }: { pid: number }) => [pid, cpuMs(pid)]));
+}
+
+interface Measured {
+  result: autocannon.Result;
+  /** CPU µs per request of the server process and of the database's backends. */
+  serverUs: number;
+  databaseUs: number;
+}
+
+/** Warm-up (discarded), then the measured run; fails on any error or non-2xx answer. */
+async function measure(knex: Knex, name: string, url: string, pid: number): Promise<Measured> {
+  if (warmup > 0) await load(url, warmup);
+  const [server, backends] = [cpuMs(pid), await backendsCpu(knex)];
+  const result = assertAllOk(name, await load(url, duration));
+  const serverUs = ((cpuMs(pid) - server) * 1000) / result.requests.total;
+  let database = 0;
+  for (const [backend, cpu] of await backendsCpu(knex)) database += cpu - (backends.get(backend) ?? 0);
+  return { result, serverUs, databaseUs: (database * 1000) / result.requests.total };
+}
+
+/** Entries the sessions' token_hash index has returned so far (statistics a backend flushes within 10 s of idling). */
+async function sessionIndexReads(knex: Knex): Promise<number> {
+  await knex.raw('select pg_stat_clear_snapshot()');
+  const { rows } = await knex.raw(
+    "select coalesce(sum(idx_tup_read), 0)::bigint as n from pg_stat_user_indexes where relname = 'sessions' and indexrelname like '%token_hash%'",
+  );
+  return Number(rows[0].n);
+}
+
+/**
+ * Index reads per request over `amount` requests to `url` alone, after one request with each session (which
+ * fills the cache, if any); the statistics are given time to settle before and after.
+ */
+async function readsPerRequest(knex: Knex, name: string, url: string, amount: number): Promise<number> {
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 11_000));
+  assertAllOk(name, await load(url, 0, cookies.length));
+  await settle();
+  const before = await sessionIndexReads(knex);
+  const result = assertAllOk(name, await load(url, 0, amount));
+  await settle();
+  return ((await sessionIndexReads(knex)) - before) / result.requests.total;
+}
+
 runBench(async () => {
   const databaseUrl = await freshPostgresUrl();
   const app = await startQuoting(databaseUrl);
-  const { cookie } = await signUp(app.url);
+  const { cookie, email } = await signUp(app.url);
   const meUrl = `${app.url}/api/v1/auth/me`;
+
+  // The bench user's other sessions, made as login makes them (only the hash is stored).
+  const knex = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 1, max: 1 } });
+  onCleanup(() => knex.destroy());
+  const { rows: [user] } = await knex.raw('select id from users where email = ?', [email]);
+  cookies = [cookie];
+  while (cookies.length < sessions) cookies.push(`${SESSION_COOKIE}=${await createSession(knex, user.id)}`);
 
   const me = await fetch(meUrl, { headers: { cookie } });
   const meBody = await me.text();
@@ -65,33 +141,41 @@ runBench(async () => {
   const uncachedUrl = `${uncachedApp.url}/api/v1/auth/me`;
 
   const servers = [
-    { name: 'bare koa, same body (baseline)', url: bareUrl, rates: [] as number[], p99: [] as number[] },
-    { name: 'quoting serve, session cache on (default)', url: meUrl, rates: [] as number[], p99: [] as number[] },
-    { name: 'quoting serve, SESSION_CACHE_SECONDS=0', url: uncachedUrl, rates: [] as number[], p99: [] as number[] },
-  ];
-  for (const server of servers) if (warmup > 0) await load(server.url, { cookie }, warmup);
+    { name: 'bare koa, same body (baseline)', url: bareUrl, pid: bare.child.pid! },
+    { name: 'quoting serve, session cache on (default)', url: meUrl, pid: app.child.pid! },
+    { name: 'quoting serve, SESSION_CACHE_SECONDS=0', url: uncachedUrl, pid: uncachedApp.child.pid! },
+  ].map((server) => ({ ...server, rates: [] as number[], p99: [] as number[], serverUs: [] as number[], databaseUs: [] as number[] }));
+  for (const server of servers) if (warmup > 0) await load(server.url, warmup);
   for (let round = 0; round < rounds; round++) {
     for (const server of servers) {
-      const result = await measure(server.name, server.url, { cookie });
+      const { result, serverUs, databaseUs } = await measure(knex, server.name, server.url, server.pid);
       server.rates.push(result.requests.average);
       server.p99.push(result.latency.p99);
+      server.serverUs.push(serverUs);
+      server.databaseUs.push(databaseUs);
     }
   }
   const spread = (xs: number[]) => `${Math.min(...xs).toFixed(0)} / ${median(xs).toFixed(0)} / ${Math.max(...xs).toFixed(0)}`;
   const koa = median(servers[0].rates);
   printTable(
-    `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}; load average ${loadavg()}`,
+    `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}, ${cookies.length} sessions in turn; load average ${loadavg()}`,
     [
-      ['server', 'req/s min / median / max', 'p99 (median round)', 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
+      ['server', 'req/s min / median / max', 'p99 (median round)', 'CPU µs/request: server / PostgreSQL (medians)', 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
       ...servers.map((s) => {
         const ratios = s.rates.map((rate, round) => rate / servers[0].rates[round]);
         const ratioSpread = `${Math.min(...ratios).toFixed(3)} / ${median(ratios).toFixed(3)} / ${Math.max(...ratios).toFixed(3)}`;
-        return [s.name, spread(s.rates), `${median(s.p99)} ms`, (median(s.rates) / koa).toFixed(3), ratioSpread];
+        const cpu = `${median(s.serverUs).toFixed(0)} / ${median(s.databaseUs).toFixed(0)}`;
+        return [s.name, spread(s.rates), `${median(s.p99)} ms`, cpu, (median(s.rates) / koa).toFixed(3), ratioSpread];
       }),
     ],
   );
+  const checked = 20 * connections;
+  const cachedReads = await readsPerRequest(knex, servers[1].name, meUrl, checked);
+  const uncachedReads = await readsPerRequest(knex, servers[2].name, uncachedUrl, checked);
+  note(`\nsession index entries read per request, ${checked} requests to each alone: cached ${cachedReads.toFixed(3)}, uncached ${uncachedReads.toFixed(3)}` +
+    (uncachedReads < 0.95 ? ' (uncached: NOT a miss on every request)' : ''));
   const cached = median(servers[1].rates) / koa;
   const uncached = median(servers[2].rates) / koa;
-  note(`\ncached / koa ${cached.toFixed(3)} (target >= ${TARGETS.cached}: ${cached >= TARGETS.cached ? 'MET' : 'NOT MET'}); ` +
+  note(`cached / koa ${cached.toFixed(3)} (target >= ${TARGETS.cached}: ${cached >= TARGETS.cached ? 'MET' : 'NOT MET'}); ` +
     `uncached / koa ${uncached.toFixed(3)} (target >= ${TARGETS.uncached}: ${uncached >= TARGETS.uncached ? 'MET' : 'NOT MET'})`);
 });

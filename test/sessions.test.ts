@@ -1,6 +1,9 @@
 import test from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
 import type { Client, Response } from './helpers/client.js';
+import { createSession, resolveSession } from '../src/auth/sessions.js';
+import { SessionCache } from '../src/auth/session-cache.js';
+import { sha256 } from '../src/auth/crypto.js';
 
 const PASSWORD = 'a good long password';
 
@@ -378,4 +381,63 @@ test('a cached session still expires on time', async (t) => {
   }
   await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 100));
   t.is((await client.get('/api/v1/auth/me')).status, 401);
+});
+
+// --- concurrent cache misses (one query for the misses of the moment) ---------------------------
+
+test('concurrent requests with distinct sessions each get their own user; unknown tokens among them are 401', async (t) => {
+  const users = await Promise.all([1, 2, 3, 4].map((n) => signUpUser(`Concurrent ${n}`)));
+  const requests: { token: string; userId: number | null }[] = [];
+  for (const { user } of users) {
+    for (let i = 0; i < 6; i++) requests.push({ token: await createSession(app.db, user.id), userId: user.id });
+  }
+  for (let i = 0; i < 6; i++) requests.push({ token: `unknown-${i}-${'x'.repeat(40)}`, userId: null });
+  // Twice: the first time every session is a cache miss (read together), the second time cached.
+  for (const round of ['uncached', 'cached']) {
+    const answers = await Promise.all(
+      requests.map(({ token }) => app.client().get('/api/v1/auth/me', { headers: { cookie: `quoting_session=${token}` } })),
+    );
+    answers.forEach((res, i) => {
+      const { userId } = requests[i];
+      if (userId === null) t.is(res.status, 401, `${round}: unknown token ${i}`);
+      else t.is(res.body?.data?.user?.id, userId, `${round}: session ${i} (status ${res.status})`);
+    });
+  }
+});
+
+test('a session logged out while other sessions are being read is refused at once', async (t) => {
+  const { user } = await signUpUser('Busy User');
+  const others = await Promise.all(Array.from({ length: 8 }, () => createSession(app.db, user.id)));
+  let stop = false;
+  const readers = others.map(async (token) => {
+    while (!stop) await app.client().get('/api/v1/auth/me', { headers: { cookie: `quoting_session=${token}` } });
+  });
+  try {
+    for (let i = 0; i < 5; i++) {
+      const token = await createSession(app.db, user.id);
+      const headers = { cookie: `quoting_session=${token}` };
+      // The logout races a read of the same session that may still be in flight: whatever that read saw,
+      // it must not be cached past the logout.
+      const [inFlight, logout] = await Promise.all([app.client().get('/api/v1/auth/me', { headers }), app.client().post('/api/v1/auth/logout', {}, { headers })]);
+      t.true([200, 401].includes(inFlight.status));
+      t.is(logout.status, 200);
+      t.is((await app.client().get('/api/v1/auth/me', { headers })).status, 401, `logout ${i}`);
+    }
+  } finally {
+    stop = true;
+    await Promise.all(readers);
+  }
+});
+
+test('a session read while something was evicted is answered but not cached', async (t) => {
+  const { user } = await signUpUser('Raced User');
+  const token = await createSession(app.db, user.id);
+  const cache = new SessionCache();
+  const reading = resolveSession(app.db, token, cache); // its query is sent after this turn of the event loop
+  cache.evict({ sessionId: 0 }); // any eviction while it is read: the read may predate the change
+  t.is((await reading)?.user.id, user.id);
+  t.is(cache.get(sha256(token)), undefined);
+  // A read with nothing evicted meanwhile is cached.
+  await resolveSession(app.db, token, cache);
+  t.is(cache.get(sha256(token))?.user.id, user.id);
 });

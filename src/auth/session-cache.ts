@@ -20,10 +20,11 @@ export class SessionCache {
   private readonly entries = new Map<string, { session: ResolvedSession; until: number }>();
   private readonly publicKeys = new Map<string, { workspace: Workspace; until: number }>();
   /**
-   * Counts evictions. A public key read from the database before an eviction is not cached after it:
-   * the read may have seen the workspace as it was before the change (a rotation committing while it ran).
+   * Counts evictions. A session or public key read from the database before an eviction is not cached
+   * after it: the read may have seen it as it was before the change (a logout or a rotation committing
+   * while it ran).
    */
-  private generation = 0;
+  private evictions = 0;
   /** Set while changes from other processes cannot be heard: nothing is cached or served from cache. */
   bypass = false;
 
@@ -43,8 +44,14 @@ export class SessionCache {
     return entry.session;
   }
 
-  set(tokenHash: string, session: ResolvedSession): void {
-    if (this.ttlMs <= 0 || this.bypass) return;
+  /** Taken before reading from the database, and given back to `set` or `setWorkspaceOfKey`. */
+  get generation(): number {
+    return this.evictions;
+  }
+
+  /** Caches what the database said of the session, unless something was evicted since `readAt`. */
+  set(tokenHash: string, session: ResolvedSession, readAt: number): void {
+    if (this.ttlMs <= 0 || this.bypass || readAt !== this.evictions) return;
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(tokenHash, { session, until: Date.now() + this.ttlMs });
   }
@@ -60,20 +67,15 @@ export class SessionCache {
     return entry.workspace;
   }
 
-  /** Taken before reading a key's workspace from the database, and given back to `setWorkspaceOfKey`. */
-  get keyGeneration(): number {
-    return this.generation;
-  }
-
   /** Caches what the database said of the key, unless something was evicted since `readAt`. */
   setWorkspaceOfKey(keyHash: string, workspace: Workspace, readAt: number): void {
-    if (this.ttlMs <= 0 || this.bypass || readAt !== this.generation) return;
+    if (this.ttlMs <= 0 || this.bypass || readAt !== this.evictions) return;
     if (this.publicKeys.size >= this.maxEntries) this.publicKeys.delete(this.publicKeys.keys().next().value!);
     this.publicKeys.set(keyHash, { workspace, until: Date.now() + this.ttlMs });
   }
 
   evict(scope: AuthScope): void {
-    this.generation++;
+    this.evictions++;
     if (scope === 'all' || 'workspaceId' in scope) {
       for (const [hash, { workspace }] of this.publicKeys) if (scope === 'all' || workspace.id === scope.workspaceId) this.publicKeys.delete(hash);
     }

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Db } from '../db/database.js';
 import type { User, Workspace } from '../workspaces/model.js';
 import { randomToken, sha256 } from './crypto.js';
+import { batchedLookup } from '../db/batched.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { SessionCache } from './session-cache.js';
 
@@ -23,26 +24,32 @@ export async function createSession(db: Db, userId: number): Promise<string> {
   return token;
 }
 
-/** The session of a cookie token: from the cache, or one query for the session, its user and the user's workspace. */
+/**
+ * The session of a cookie token: from the cache, or read with the other misses of the moment (one query
+ * for their sessions, users and workspaces). What was read is cached only if nothing was evicted while it
+ * was being read: the read may have seen the session before a logout or a revocation that committed then.
+ */
 export async function resolveSession(db: Db, token: string | undefined, cache?: SessionCache): Promise<ResolvedSession | null> {
   if (!token || token.length > 200) return null;
   const tokenHash = sha256(token);
   const cached = cache?.get(tokenHash);
   if (cached) return cached;
-  const session = await loadSession(db, tokenHash);
-  if (session) cache?.set(tokenHash, session);
+  const readAt = cache?.generation ?? 0;
+  const session = (await loadSession(db, tokenHash)) ?? null;
+  if (session) cache?.set(tokenHash, session, readAt);
   return session;
 }
 
-/** One statement through the unique token_hash index, prepared once per connection (every cache miss runs it). */
-const sessionByTokenHash = preparedQuery<SessionRow>('quoting_session_by_token_hash', `
-  select s.id as session_id, s.expires_at,
+/** One statement through the unique token_hash index for a batch of tokens, prepared once per connection (every batch of cache misses runs it). */
+const sessionsByTokenHash = preparedQuery<SessionRow>('quoting_sessions_by_token_hashes', `
+  select s.token_hash, s.id as session_id, s.expires_at,
          u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
          w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.created_at as ws_created_at, w.updated_at as ws_updated_at
   from sessions s join users u on u.id = s.user_id left join workspaces w on w.id = u.workspace_id
-  where s.token_hash = ? and s.expires_at > now()`);
+  where s.token_hash = any(?::text[]) and s.expires_at > now()`);
 
 interface SessionRow {
+  token_hash: string;
   session_id: number;
   expires_at: Date;
   user_id: number;
@@ -61,13 +68,18 @@ interface SessionRow {
   ws_updated_at: Date;
 }
 
-async function loadSession(db: Db, tokenHash: string): Promise<ResolvedSession | null> {
-  const [row] = await sessionByTokenHash(db, [tokenHash]);
-  if (!row) return null;
+/** Concurrent cache misses share one query (see db/batched.ts); each gets the row of its own token hash. */
+const loadSession = batchedLookup(async (db, tokenHashes) => {
+  const sessions = new Map<string, ResolvedSession>();
+  for (const row of await sessionsByTokenHash(db, [tokenHashes])) sessions.set(row.token_hash, sessionOf(row));
+  return sessions;
+});
+
+function sessionOf(row: SessionRow): ResolvedSession {
   return {
     id: row.session_id,
     expiresAt: row.expires_at,
-    user: {
+    user: serialisedOnce({
       id: row.user_id,
       email: row.email,
       name: row.user_name,
@@ -75,11 +87,11 @@ async function loadSession(db: Db, tokenHash: string): Promise<ResolvedSession |
       role: row.role,
       created_at: row.user_created_at,
       updated_at: row.user_updated_at,
-    },
+    }),
     workspace:
       row.workspace_id === null
         ? null
-        : {
+        : serialisedOnce({
             id: row.workspace_id,
             name: row.ws_name,
             slug: row.slug,
@@ -88,8 +100,26 @@ async function loadSession(db: Db, tokenHash: string): Promise<ResolvedSession |
             public_key: row.public_key,
             created_at: row.ws_created_at,
             updated_at: row.ws_updated_at,
-          },
+          }),
   };
+}
+
+/**
+ * A cached session's user and workspace are answered as they are on many requests (`/auth/me`): their
+ * JSON form is made on the first, and reused (`JSON.stringify` of the four dates was most of the cost of
+ * serialising that answer). They are frozen, so that form cannot go stale.
+ */
+function serialisedOnce<T extends object>(value: T): T {
+  let json: Record<string, unknown> | undefined;
+  Object.defineProperty(value, 'toJSON', { value: () => (json ??= jsonForm(value)) });
+  return Object.freeze(value);
+}
+
+/** The object as JSON.stringify sees it: dates as their ISO text. */
+function jsonForm(value: object): Record<string, unknown> {
+  const form: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) form[key] = field instanceof Date ? field.toJSON() : field;
+  return form;
 }
 
 export async function deleteSession(db: Db, sessionId: number): Promise<void> {

@@ -154,7 +154,7 @@ async function workspaceOfPublicKey(db: Knex, key: string, cache: SessionCache |
   const hash = sha256(key);
   const cached = cache.workspaceOfKey(hash);
   if (cached) return cached;
-  const readAt = cache.keyGeneration;
+  const readAt = cache.generation;
   const workspace = await findByPublicKey(db, key);
   if (workspace) cache.setWorkspaceOfKey(hash, workspace, readAt);
   return workspace;
