@@ -46,7 +46,7 @@ const sessionsByTokenHash = preparedQuery<SessionRow>('quoting_sessions_by_token
          u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
          w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.created_at as ws_created_at, w.updated_at as ws_updated_at
   from sessions s join users u on u.id = s.user_id left join workspaces w on w.id = u.workspace_id
-  where s.token_hash = any(?::text[]) and s.expires_at > now()`);
+  where s.token_hash = any(:hashes::text[]) and s.expires_at > now()`);
 
 interface SessionRow {
   token_hash: string;
@@ -71,7 +71,7 @@ interface SessionRow {
 /** Concurrent cache misses share one query (see db/batched.ts); each gets the row of its own token hash. */
 const loadSession = batchedLookup(async (db, tokenHashes) => {
   const sessions = new Map<string, ResolvedSession>();
-  for (const row of await sessionsByTokenHash(db, [tokenHashes])) sessions.set(row.token_hash, sessionOf(row));
+  for (const row of await sessionsByTokenHash(db, { hashes: tokenHashes })) sessions.set(row.token_hash, sessionOf(row));
   return sessions;
 });
 

@@ -1,5 +1,6 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
+import { preparedQuery } from '../db/prepared.js';
 import { scoped } from '../db/scoped.js';
 import { Conflict, Forbidden, Gone, NotFound, Validation } from '../errors.js';
 import { randomToken, sha256 } from '../auth/crypto.js';
@@ -81,8 +82,15 @@ const eventStatement = (wait: boolean) => `
       select count(*)::int as shards, (count(*) filter (where count < :quota + (shard < :extra)::int))::int as open
         from track_rate_windows
        where s.stored = 0 and workspace_id = :ws and window_start = date_trunc('minute', now())) w on true`;
-const SKIP_LOCKED = eventStatement(false);
-const WAIT_LOCKED = eventStatement(true);
+// Prepared: each connection parses and plans them once, not per event.
+const skipLocked = preparedQuery<IngestRow>('quoting_track_event', eventStatement(false));
+const waitLocked = preparedQuery<IngestRow>('quoting_track_event_wait', eventStatement(true));
+
+interface IngestRow {
+  stored: number;
+  shards: number;
+  open: number;
+}
 
 /**
  * Records one event unless the workspace is over its rate cap this minute; false when it is.
@@ -116,10 +124,7 @@ export async function recordEvent(db: Db, access: Access, input: TrackEventInput
     properties: input.properties == null ? null : JSON.stringify(input.properties),
     occurred,
   };
-  // Named (prepared) statements on PostgreSQL: each connection parses and plans them once, not per event.
-  const {
-    rows: [first],
-  } = await db.raw(SKIP_LOCKED, values).options({ name: 'quoting_track_event' });
+  const [first] = await skipLocked(db, values);
   if (first.stored === 1) return true;
   if (first.shards === SHARDS && first.open === 0) return false;
   return db.transaction(async (trx) => {
@@ -129,9 +134,7 @@ export async function recordEvent(db: Db, access: Access, input: TrackEventInput
        on conflict do nothing`,
       [ws],
     );
-    const {
-      rows: [waited],
-    } = await trx.raw(WAIT_LOCKED, values).options({ name: 'quoting_track_event_wait' });
+    const [waited] = await waitLocked(trx, values);
     return waited.stored === 1;
   });
 }
