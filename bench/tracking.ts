@@ -12,10 +12,10 @@
  * On the embedded default each server holds a data directory of its own (the embedded database admits one process):
  * the app with the cap raised, the bare app and the bare app with the counter run on copies of one data directory
  * (same workspace, same product), the capped app on another; the bare apps run the statements on PGlite in its own
- * thread, as the app does. The reads run over `--embedded-events` (200,000) events (visitors and products scaled
- * alike), seeded in this process while no server holds the directory; the plans are PGlite's.
+ * thread, as the app does. The read set is the same, seeded (and its plans explained, PGlite's) in this process
+ * while no server holds the directory.
  *   node dist/bench/tracking.js [--db postgres,embedded] [--duration 10] [--warmup 2] [--connections 50] [--rounds 3]
- *                               [--events 1000000] [--embedded-events 200000] [--skip-ingest] [--skip-reads]
+ *                               [--events 1000000] [--skip-ingest] [--skip-reads]
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,7 +30,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { openPglite } from '../src/db/database.js';
 import {
   databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, percentile, printTable, runBench, startChild, startEmbedded, startQuoting,
-  tempDataDir, withDataDir, type ChildServer, type DbKind,
+  tempDataDir, withDataDir, type ChildServer,
 } from './lib.js';
 import { recommend, categoryInterest } from '../src/tracking/recommendations.js';
 import { systemAccess } from '../src/access.js';
@@ -43,7 +43,6 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     rounds: { type: 'string', default: '3' },
     events: { type: 'string', default: '1000000' },
-    'embedded-events': { type: 'string', default: '200000' },
     visitors: { type: 'string', default: '100000' },
     products: { type: 'string', default: '5000' },
     requests: { type: 'string', default: '300' },
@@ -55,15 +54,8 @@ const duration = Number(values.duration);
 const warmup = Number(values.warmup);
 const connections = Number(values.connections);
 const rounds = Number(values.rounds);
-/** The read set's size on each database: the embedded default's scaled down from PostgreSQL's. */
-function sizes(kind: DbKind): { events: number; visitors: number; products: number } {
-  const events = Number(values.events);
-  const visitors = Number(values.visitors);
-  const products = Number(values.products);
-  if (kind === 'postgres') return { events, visitors, products };
-  const scale = Number(values['embedded-events']) / events;
-  return { events: Math.round(events * scale), visitors: Math.max(1, Math.round(visitors * scale)), products: Math.max(20, Math.round(products * scale)) };
-}
+/** The read set, the same on both databases. */
+const SIZE = { events: Number(values.events), visitors: Number(values.visitors), products: Number(values.products) };
 const REQUESTS = Number(values.requests);
 
 interface Shop {
@@ -208,7 +200,7 @@ async function ingest(database: string, { raised, capped, bare, bareCounter, sho
   note(`cap in force: accepted per round ${d.accepted.join(', ')}; refused per round ${d.refused.join(', ')}`);
 }
 
-type Size = ReturnType<typeof sizes>;
+type Size = typeof SIZE;
 
 /** `events` events of `visitors` visitors over `products` products (every 20th archived) in one workspace, by generate_series. */
 async function seed(knex: Knex, workspaceId: number, { events, visitors, products }: Size): Promise<void> {
@@ -298,7 +290,7 @@ async function measureReads(database: string, server: ChildServer, shop: Shop, {
 }
 
 async function readsPostgres(databaseUrl: string): Promise<void> {
-  const size = sizes('postgres');
+  const size = SIZE;
   const server = await startQuoting(databaseUrl);
   const shop = await signUpShop(server.url, 'Reco Shop');
   const knex = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 2 } });
@@ -317,7 +309,7 @@ async function readsPostgres(databaseUrl: string): Promise<void> {
 
 /** Seeded and explained in this process (a PGlite on the data directory) while no server holds it; then read through the server. */
 async function readsEmbedded(): Promise<void> {
-  const size = sizes('embedded');
+  const size = SIZE;
   const dataDir = await freshDataDir('track-reads');
   let server = await startEmbedded(dataDir);
   const shop = await signUpShop(server.url, 'Reco Shop');
