@@ -450,7 +450,7 @@ async function onPostgres(): Promise<void> {
 /** `quoting <args>` as an operator runs it next to `quoting serve` on the data directory (sent through its control socket). */
 function quotingCommand(dataDir: string, args: string[]): Promise<void> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-  for (const name of ['QUOTING_ENV_FILE', 'DATABASE_URL', 'CI']) delete env[name];
+  for (const name of ['QUOTING_ENV_FILE', 'DATABASE_URL']) delete env[name];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
