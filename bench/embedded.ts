@@ -20,11 +20,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
-import { openDatabase } from '../src/db/database.js';
-import { migrateLatest } from '../src/db/migrations.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { bin, median, note, onCleanup, percentile, printTable, runBench, signUp, startChild, type ChildServer } from './lib.js';
+import { bin, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
 
 const { values } = parseArgs({
   options: {
@@ -58,23 +56,15 @@ async function seed(knex: Knex, workspaceId: number, from: number, to: number): 
 
 /** Grows the workspace of `email` in `dataDir` to `to` rows of each list; no server may hold it meanwhile. */
 async function grow(dataDir: string, email: string, from: number, to: number): Promise<void> {
-  const database = await openDatabase({ dataDir });
-  try {
-    await migrateLatest(database.knex);
+  await withDataDir(dataDir, async (database) => {
     const { rows: found } = await database.knex.raw('select workspace_id from users where email = ?', [email]);
     const started = performance.now();
     await seed(database.knex, found[0].workspace_id, from, to);
     note(`seeded ${dataDir} to ${to} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  } finally {
-    await database.close();
-  }
+  });
 }
 
-function serve(quoting: string, dataDir: string): Promise<ChildServer> {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', DATA_DIR: dataDir };
-  for (const name of ['QUOTING_ENV_FILE', 'PORT', 'APP_URL', 'DATABASE_URL']) delete env[name];
-  return startChild([quoting, 'serve', '--port', '0'], env, `quoting serve (${quoting})`, 300_000);
-}
+const serve = (quoting: string, dataDir: string): Promise<ChildServer> => startEmbedded(dataDir, {}, quoting);
 
 /** Sends GET /healthz every `every` ms until `until` resolves; the latency of each (all answered 200). */
 async function sampleHealthz(url: string, until: Promise<unknown>): Promise<number[]> {

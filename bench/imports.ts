@@ -24,7 +24,7 @@ import { csvOptions } from '../src/imports/csv.js';
 import { itemJsonText } from '../src/orders/service.js';
 import { orderCsv, productCsv } from './imports-data.js';
 import { mb, MB, readStatus, startSampler } from './rss.js';
-import { bin, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startChild, startQuoting, type ChildServer } from './lib.js';
+import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, type ChildServer } from './lib.js';
 
 const { values } = parseArgs({
   options: {
@@ -216,11 +216,8 @@ runBench(async () => {
 
   // ---------------------------------------------------------------- PGlite
   if (pgliteRounds < 1) return;
-  // A new data directory is migrated on start, which on a loaded machine takes longer than startQuoting waits.
-  const dataDir = path.join(dir, 'pglite');
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
-  for (const name of ['QUOTING_ENV_FILE', 'PORT', 'APP_URL']) delete env[name];
-  const embedded = await startChild([bin, 'serve', '--port', '0'], env, 'quoting serve (PGlite)', 180_000);
+  // A new data directory, migrated by the server as it starts.
+  const embedded = await startEmbedded(path.join(dir, 'pglite'));
   const pglite: typeof results = {};
   for (let round = 1; round <= pgliteRounds; round++) {
     const account = await signUp(embedded.url);

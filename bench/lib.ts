@@ -1,7 +1,12 @@
 /** Shared pieces of the benchmark scripts: statistics, a table printer, a throwaway database, child servers, forked helpers and workers. */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
+import { openDatabase, type Database } from '../src/db/database.js';
+import { migrateLatest } from '../src/db/migrations.js';
 import { WEBHOOK_CHANNEL } from '../src/events/outbox.js';
 
 /** The repository root (the scripts run from dist/bench/). */
@@ -101,6 +106,58 @@ export async function freshPostgresUrl(): Promise<string> {
   return database.url!;
 }
 
+// ---------------------------------------------------------------- the embedded default
+
+/** The databases a script runs on, from its `--db` option (`postgres,embedded`, the default of each script). */
+export type DbKind = 'postgres' | 'embedded';
+
+export function databasesOption(text: string): DbKind[] {
+  const kinds = text.split(',').map((k) => k.trim()).filter(Boolean);
+  for (const kind of kinds) if (kind !== 'postgres' && kind !== 'embedded') throw new Error(`--db: "${kind}" is neither postgres nor embedded`);
+  return kinds as DbKind[];
+}
+
+export const dbName = (kind: DbKind) => (kind === 'postgres' ? 'PostgreSQL' : 'embedded (PGlite)');
+
+/** An empty directory for an embedded database, removed at cleanup. */
+export function tempDataDir(label = 'embedded'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `quoting-bench-${label}-`));
+  onCleanup(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+let template: Promise<string> | undefined;
+
+/**
+ * A fresh data directory holding a migrated, empty embedded database, removed at cleanup: a copy of one migrated
+ * once per run (migrating takes tens of seconds on a busy machine, copying a fraction of a second).
+ */
+export async function freshDataDir(label = 'embedded'): Promise<string> {
+  template ??= (async () => {
+    const dir = tempDataDir('template');
+    await withDataDir(dir, async () => {});
+    return dir;
+  })();
+  const source = await template;
+  const dir = tempDataDir(label);
+  fs.cpSync(source, dir, { recursive: true });
+  return dir;
+}
+
+/**
+ * Opens the embedded database in `dataDir` in this process (migrated first), runs `work` on it and closes it.
+ * The data directory admits one process: no server may hold it meanwhile.
+ */
+export async function withDataDir<T>(dataDir: string, work: (database: Database) => Promise<T>): Promise<T> {
+  const database = await openDatabase({ dataDir });
+  try {
+    await migrateLatest(database.knex);
+    return await work(database);
+  } finally {
+    await database.close();
+  }
+}
+
 // ---------------------------------------------------------------- child servers
 
 export interface ChildServer {
@@ -152,7 +209,31 @@ export function startQuoting(databaseUrl: string, extraEnv: NodeJS.ProcessEnv = 
   delete env.QUOTING_ENV_FILE;
   delete env.PORT;
   delete env.APP_URL;
+  delete env.DATA_DIR;
   return startChild([bin, 'serve', '--port', '0'], env, 'quoting serve');
+}
+
+/**
+ * `quoting serve` (this build's, or `quoting` given) on the embedded database in `dataDir`, on a free port, logging
+ * warnings and errors only. A directory not migrated yet is migrated by the server as it starts: minutes on a busy
+ * machine, hence the long wait (freshDataDir() gives a migrated one).
+ */
+export function startEmbedded(dataDir: string, extraEnv: NodeJS.ProcessEnv = {}, quoting = bin): Promise<ChildServer> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...extraEnv };
+  for (const name of ['QUOTING_ENV_FILE', 'PORT', 'APP_URL', 'DATABASE_URL']) delete env[name];
+  return startChild([quoting, 'serve', '--port', '0'], env, `quoting serve (embedded${quoting === bin ? '' : `, ${quoting}`})`, 300_000);
+}
+
+/** Where a script's server runs: a PostgreSQL database, or an embedded data directory. */
+export type Target = { kind: 'postgres'; url: string } | { kind: 'embedded'; dataDir: string };
+
+/** A fresh, migrated database of that kind (dropped or removed at cleanup). */
+export async function freshTarget(kind: DbKind): Promise<Target> {
+  return kind === 'postgres' ? { kind, url: await freshPostgresUrl() } : { kind, dataDir: await freshDataDir() };
+}
+
+export function startServe(target: Target, extraEnv: NodeJS.ProcessEnv = {}): Promise<ChildServer> {
+  return target.kind === 'postgres' ? startQuoting(target.url, extraEnv) : startEmbedded(target.dataDir, extraEnv);
 }
 
 // ---------------------------------------------------------------- helper processes and workers

@@ -15,17 +15,14 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase } from '../src/db/database.js';
-import { migrateLatest } from '../src/db/migrations.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startChild, bin, type ChildServer } from './lib.js';
+import { databasesOption, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir, type ChildServer } from './lib.js';
 import { MB, mb, readStatus, startSampler } from './rss.js';
 
 const { values } = parseArgs({
@@ -104,13 +101,6 @@ async function embeddedLimit(): Promise<Limit> {
     },
     close: () => db.close(),
   };
-}
-
-function startServer(env: NodeJS.ProcessEnv): Promise<ChildServer> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env };
-  for (const name of ['QUOTING_ENV_FILE', 'PORT', 'APP_URL', 'DATABASE_URL', 'DATA_DIR']) if (!(name in env)) delete childEnv[name];
-  // A first start of the embedded database creates and migrates it: minutes on a busy machine.
-  return startChild([bin, 'serve', '--port', '0'], childEnv, 'quoting serve', 300_000);
 }
 
 interface Row {
@@ -195,7 +185,7 @@ async function workspaceOf(knex: Knex, email: string): Promise<number> {
 
 async function onPostgres(rows: number, results: Row[]): Promise<void> {
   const url = await freshPostgresUrl();
-  const server = await startServer({ DATABASE_URL: url });
+  const server = await startQuoting(url);
   const { cookie, email } = await signUp(server.url);
   const database = await openDatabase({ databaseUrl: url, dataDir: '' });
   onCleanup(() => database.close());
@@ -209,9 +199,8 @@ async function onPostgres(rows: number, results: Row[]): Promise<void> {
 }
 
 async function onEmbedded(sizes: number[], results: Row[]): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-'));
-  onCleanup(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
-  let server = await startServer({ DATA_DIR: dataDir });
+  const dataDir = tempDataDir('lists');
+  let server = await startEmbedded(dataDir);
   const { cookie, email } = await signUp(server.url);
   await server.stop();
   const limit = await embeddedLimit();
@@ -219,17 +208,13 @@ async function onEmbedded(sizes: number[], results: Row[]): Promise<void> {
   let seeded = 0;
   for (const rows of sizes) {
     // The data directory is the server's alone: seed it while no server runs.
-    const database = await openDatabase({ dataDir });
-    try {
-      await migrateLatest(database.knex);
+    await withDataDir(dataDir, async (database) => {
       const started = performance.now();
       await seed(database.knex, await workspaceOf(database.knex, email), seeded + 1, rows, values.analyze);
       note(`embedded: grew to ${rows} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-    } finally {
-      await database.close();
-    }
+    });
     seeded = rows;
-    server = await startServer({ DATA_DIR: dataDir });
+    server = await startEmbedded(dataDir);
     for (const list of lists) results.push(await measure(server, cookie, limit, 'embedded', list, rows));
     await server.stop();
   }
@@ -238,7 +223,7 @@ async function onEmbedded(sizes: number[], results: Row[]): Promise<void> {
 runBench(async () => {
   const load = [loadavg()];
   const results: Row[] = [];
-  const dbs = values.db.split(',');
+  const dbs = databasesOption(values.db);
   if (dbs.includes('postgres')) await onPostgres(Number(values.rows), results);
   if (dbs.includes('embedded')) await onEmbedded(values['embedded-rows'].split(',').map(Number), results);
   load.push(loadavg());

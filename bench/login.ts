@@ -1,19 +1,22 @@
 /**
  * Login latency: N sequential `POST /api/v1/auth/login` on the real app (`node bin/quoting serve` over a
- * fresh migrated PostgreSQL database), against the raw cost of one scrypt-kdf hash and verify with the
- * app's parameters, measured in this process in the same run.
- *   node dist/bench/login.js [--runs 50] [--warmup 3] [--hashes 25]
+ * fresh migrated PostgreSQL database, and over a fresh embedded data directory), against the raw cost of one
+ * scrypt-kdf hash and verify with the app's parameters, measured in this process in the same run, spread among
+ * the logins. One table per database.
+ *   node dist/bench/login.js [--db postgres,embedded] [--runs 50] [--warmup 3] [--hashes 25]
  */
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import * as scryptTypes from 'scrypt-kdf';
 import { hashPassword } from '../src/auth/crypto.js';
-import { freshPostgresUrl, median, ms, note, percentile, printTable, runBench, signUp, startQuoting } from './lib.js';
+import { databasesOption, dbName, freshTarget, median, ms, note, percentile, printTable, runBench, signUp, startServe, type DbKind } from './lib.js';
 
 // scrypt-kdf's typings declare named exports, but the module exports one default object (as in src/auth/crypto.ts).
 const Scrypt = (scryptTypes as unknown as { default: typeof scryptTypes }).default;
 
 const { values } = parseArgs({
   options: {
+    db: { type: 'string', default: 'postgres,embedded' },
     runs: { type: 'string', default: '50' },
     warmup: { type: 'string', default: '3' },
     hashes: { type: 'string', default: '25' },
@@ -29,9 +32,8 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-runBench(async () => {
-  const databaseUrl = await freshPostgresUrl();
-  const app = await startQuoting(databaseUrl);
+async function measure(kind: DbKind): Promise<void> {
+  const app = await startServe(await freshTarget(kind));
   const { email, password } = await signUp(app.url);
 
   // The parameters the app really uses, read back from a hash it produces (src/auth/crypto.ts: logN 15, r 8, p 1).
@@ -74,7 +76,7 @@ runBench(async () => {
     ms(percentile(samples, 99)),
     ms(Math.max(...samples)),
   ];
-  printTable(`Login latency, sequential, one connection (scrypt N = 2^${params.logN}, r = ${params.r}, p = ${params.p}; ${128 * params.r * 2 ** params.logN / 2 ** 20} MiB per hash)`, [
+  printTable(`${dbName(kind)}: login latency, sequential, one connection (scrypt N = 2^${params.logN}, r = ${params.r}, p = ${params.p}; ${128 * params.r * 2 ** params.logN / 2 ** 20} MiB per hash)`, [
     ['measurement', 'n', 'min', 'p50', 'p99', 'max'],
     row('POST /api/v1/auth/login (HTTP round trip)', logins),
     row('scrypt-kdf kdf() in-process (baseline)', kdf),
@@ -82,5 +84,12 @@ runBench(async () => {
   ]);
   const overhead = median(logins) - median(verify);
   note(`\nlogin p50 - verify p50 = ${ms(overhead)} (HTTP, validation, user + workspace queries, session insert)`);
+  await app.stop();
+}
+
+runBench(async () => {
+  note(`load average at the start: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  for (const kind of databasesOption(values.db)) await measure(kind);
   if (runs < 100) note(`note: with ${runs} samples p99 is the ${Math.ceil(0.99 * runs)}th of ${runs}, i.e. close to the max`);
+  note(`load average at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 });

@@ -16,7 +16,9 @@
  * no gap or repeat and count = the 201s; every delivery reached the receiver exactly once (requests = distinct
  * event ids = n, counted after all rows were recorded) at its first attempt.
  *
- *   node dist/bench/processes.js [--rounds 3] [--creates 400] [--connections 16] [--workspaces 4] [--duration 5]
+ * PostgreSQL only: the embedded database admits one process, so `--db embedded` prints that and measures nothing.
+ *
+ *   node dist/bench/processes.js [--db postgres,embedded] [--rounds 3] [--creates 400] [--connections 16] [--workspaces 4] [--duration 5]
  *                                [--customers 50] [--n 3000]
  */
 import fs from 'node:fs';
@@ -24,10 +26,11 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { openPostgres } from '../src/db/database.js';
-import { seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
+import { databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
 
 const { values } = parseArgs({
   options: {
+    db: { type: 'string', default: 'postgres,embedded' },
     rounds: { type: 'string', default: '3' },
     creates: { type: 'string', default: '400' },
     connections: { type: 'string', default: '16' },
@@ -139,7 +142,14 @@ interface Sample {
   deliveries: number;
 }
 
+const databases = databasesOption(values.db);
+
 runBench(async () => {
+  if (databases.includes('postgres')) await onPostgres();
+  if (databases.includes('embedded')) note('embedded: not measured: the embedded database admits one process, so several processes cannot share it.');
+});
+
+async function onPostgres(): Promise<void> {
   const databaseUrl = await freshPostgresUrl();
   const db = openPostgres(databaseUrl, 2);
   onCleanup(() => db.close());
@@ -263,4 +273,5 @@ runBench(async () => {
       `the workers, PostgreSQL, the receiver and this load generator: a second process adds throughput only where the first left a CPU idle ` +
       `(waiting on the database rather than computing); with the CPUs busy, the limit is CPU.`,
   );
-});
+}
+

@@ -1,33 +1,41 @@
 /**
  * Quote creation and the quote flow on the real app (`node bin/quoting serve` over a fresh migrated PostgreSQL
- * database), against the same work as one SQL statement, measured in the same run, in alternating rounds
+ * database, and over a fresh embedded data directory), against the same work as one SQL statement, measured in
+ * the same run on the same kind of database, in alternating rounds
  * (baseline, app, baseline, app, …; `--rounds` (3) of each, `--duration` (5) s each after one `--warmup` (2) s
  * of each, discarded):
  *  a) create — `POST /api/v1/quotes` with 1, 20 and 50 lines (`--line-counts`) under load (autocannon,
- *     `--connections` (10)); baseline: one transaction holding one statement through pg that does the same work
+ *     `--connections` (10)); baseline: one transaction holding one statement that does the same work
  *     on the same tables (prices looked up by SKU, quote, lines, totals in numeric, the gap-free number,
  *     activity, event with the same body), looped at the same concurrency;
  *  b) flow — create (20 lines), send (notify: false), accept, convert, one after the other, in `--connections`
- *     concurrent loops; baseline: the one-statement creation and each move's writes through pg.
+ *     concurrent loops; baseline: the one-statement creation and each move's writes.
+ * The baseline's statements go through pg on PostgreSQL. On the embedded default they go to a PGlite in this
+ * process, opened on a copy of the server's data directory taken once the workspace, customer and product were
+ * made (the same migrated schema and rows); PGlite has one connection, so its transactions queue, as the app's do.
  * The lists are in bench/lists.ts.
- *   node dist/bench/quotes.js [--duration 5] [--warmup 2] [--rounds 3] [--connections 10] [--line-counts 1,20,50]
+ *   node dist/bench/quotes.js [--db postgres,embedded] [--duration 5] [--warmup 2] [--rounds 3] [--connections 10] [--line-counts 1,20,50]
  *                             [--parts create,flow]
  */
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { PGlite } from '@electric-sql/pglite';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { Knex } from 'knex';
-import { openPostgres } from '../src/db/database.js';
+import { openPglite, openPostgres, type Database } from '../src/db/database.js';
 import { Principal } from '../src/http/auth.js';
 import type { Workspace } from '../src/workspaces/model.js';
 import { eventId } from '../src/events/outbox.js';
 import { createQuoteBody } from '../src/quotes/schema.js';
 import { createQuote } from '../src/quotes/service.js';
-import { freshPostgresUrl, median, note, onCleanup, percentile, printTable, runBench, signUp, startQuoting } from './lib.js';
+import { databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, type ChildServer, type DbKind } from './lib.js';
 
 const { values } = parseArgs({
   options: {
+    db: { type: 'string', default: 'postgres,embedded' },
     duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '10' },
@@ -176,7 +184,7 @@ function expectedTotal(c: Catalogue, body: ReturnType<typeof quoteBody>): string
   return (total / 100).toFixed(2);
 }
 
-// ---------------------------------------------------------------- the baseline: raw SQL through pg
+// ---------------------------------------------------------------- the baseline: raw SQL (pg, or PGlite in this process)
 
 /**
  * A quote's creation as one statement: the SKUs' prices looked up, the quote with its totals in numeric
@@ -213,8 +221,45 @@ const CREATE_ONE_STATEMENT = `
   )
   select id from q`;
 
+type Query = (text: string, params: unknown[]) => Promise<{ rows: any[] }>;
+
+/** Where the baseline's statements go: one transaction at a time per connection. */
+interface Sql {
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+function pgSql(databaseUrl: string): Sql {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: connections, application_name: 'quoting-bench-raw' });
+  return {
+    async transaction(work) {
+      const c = await pool.connect();
+      try {
+        await c.query('begin');
+        const result = await work((text, params) => c.query(text, params));
+        await c.query('commit');
+        return result;
+      } catch (err) {
+        await c.query('rollback').catch(() => undefined);
+        throw err;
+      } finally {
+        c.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** PGlite's one connection: its transaction() holds it (begin … commit) while the others wait. */
+function pgliteSql(pglite: PGlite): Sql {
+  return {
+    transaction: (work) => pglite.transaction((tx) => work((text, params) => tx.query(text, params))),
+    close: async () => {},
+  };
+}
+
 interface Raw {
-  pool: pg.Pool;
+  sql: Sql;
   workspaceId: number;
   catalogue: Catalogue;
   body: ReturnType<typeof quoteBody>;
@@ -222,68 +267,53 @@ interface Raw {
   eventData: string;
 }
 
-async function inTransaction<T>(pool: pg.Pool, work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const c = await pool.connect();
-  try {
-    await c.query('begin');
-    const result = await work(c);
-    await c.query('commit');
-    return result;
-  } catch (err) {
-    await c.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    c.release();
-  }
-}
-
 function rawCreate(raw: Raw): Promise<number> {
   const { workspaceId: ws, body, catalogue } = raw;
-  return inTransaction(raw.pool, async (c) => {
-    const { rows } = await c.query(CREATE_ONE_STATEMENT, [
+  return raw.sql.transaction(async (query) => {
+    const { rows } = await query(CREATE_ONE_STATEMENT, [
       ws, new Date().getUTCFullYear(), JSON.stringify(body.lines), catalogue.customerId, body.currency, body.discount_amount, body.tax_rate,
       body.notes, body.valid_until, eventId(), eventId(), raw.eventData,
     ]);
-    return rows[0].id as number;
+    return Number(rows[0].id);
   });
 }
 
 /** A transition's writes: lock, status and its timestamp, activity, event. */
 function rawMove(raw: Raw, id: number, to: 'sent' | 'accepted'): Promise<void> {
-  return inTransaction(raw.pool, async (c) => {
-    await c.query('select id from quotes where workspace_id = $1 and id = $2 for update', [raw.workspaceId, id]);
-    await c.query(`update quotes set status = $3, ${to}_at = now(), updated_at = now() where workspace_id = $1 and id = $2`, [raw.workspaceId, id, to]);
-    await c.query(`insert into quote_activities (workspace_id, quote_id, type, actor, message) values ($1, $2, $3, 'user', 'Moved.')`, [raw.workspaceId, id, to]);
-    await c.query(`insert into events (id, workspace_id, type, data) values ($1, $2, $3, $4)`, [eventId(), raw.workspaceId, `quote.${to}`, raw.eventData]);
+  return raw.sql.transaction(async (query) => {
+    await query('select id from quotes where workspace_id = $1 and id = $2 for update', [raw.workspaceId, id]);
+    await query(`update quotes set status = $3, ${to}_at = now(), updated_at = now() where workspace_id = $1 and id = $2`, [raw.workspaceId, id, to]);
+    await query(`insert into quote_activities (workspace_id, quote_id, type, actor, message) values ($1, $2, $3, 'user', 'Moved.')`, [raw.workspaceId, id, to]);
+    await query(`insert into events (id, workspace_id, type, data) values ($1, $2, $3, $4)`, [eventId(), raw.workspaceId, `quote.${to}`, raw.eventData]);
   });
 }
 
 /** The conversion's writes: lock, the order, its items copied from the lines, its totals, activity, event. */
 function rawConvert(raw: Raw, id: number): Promise<void> {
   const ws = raw.workspaceId;
-  return inTransaction(raw.pool, async (c) => {
-    await c.query('select id from quotes where workspace_id = $1 and id = $2 for update', [ws, id]);
+  return raw.sql.transaction(async (query) => {
+    await query('select id from quotes where workspace_id = $1 and id = $2 for update', [ws, id]);
     const {
       rows: [order],
-    } = await c.query(
+    } = await query(
       `insert into orders (workspace_id, order_number, external_source, external_id, status, customer_id, channel_id, quote_id, currency, discount_amount, tax_amount, placed_at)
        select workspace_id, quote_number, 'quote', 'quote:' || id, 'pending', customer_id, channel_id, id, currency, discount_amount, tax_amount, now()
        from quotes where workspace_id = $1 and id = $2 returning id`,
       [ws, id],
     );
-    await c.query(
+    await query(
       `insert into order_items (workspace_id, order_id, sku, description, quantity, price, line_total)
        select workspace_id, $1, sku, description, quantity, price, line_total from quote_lines where quote_id = $2 and workspace_id = $3 order by id`,
       [order.id, id, ws],
     );
-    await c.query(
+    await query(
       `update orders o set subtotal = t.subtotal, total = t.subtotal - o.discount_amount + o.tax_amount, updated_at = now()
        from (select coalesce(sum(line_total), 0) as subtotal from order_items where order_id = $1 and workspace_id = $2) t
        where o.id = $1 and o.workspace_id = $2`,
       [order.id, ws],
     );
-    await c.query(`insert into quote_activities (workspace_id, quote_id, type, actor, message) values ($1, $2, 'converted', 'user', 'Converted.')`, [ws, id]);
-    await c.query(`insert into events (id, workspace_id, type, data) values ($1, $2, 'order.created', $3)`, [eventId(), ws, raw.eventData]);
+    await query(`insert into quote_activities (workspace_id, quote_id, type, actor, message) values ($1, $2, 'converted', 'user', 'Converted.')`, [ws, id]);
+    await query(`insert into events (id, workspace_id, type, data) values ($1, $2, 'order.created', $3)`, [eventId(), ws, raw.eventData]);
   });
 }
 
@@ -306,23 +336,62 @@ async function alternate(baseline: () => Promise<Load>, app: () => Promise<Load>
   return result;
 }
 
-async function writes(databaseUrl: string, knex: Knex) {
-  const app = await startQuoting(databaseUrl);
+/** A signed-up workspace with a customer and a priced variant, made through the API. */
+async function makeAccount(app: ChildServer): Promise<{ cookie: string; catalogue: Catalogue }> {
   const { cookie } = await signUp(app.url);
   const call = client(app.url, cookie);
-  const workspace = await workspaceOf(knex, app.url, cookie);
-  // Secret-key principal: sees every channel, as the owner does.
-  const auth = new Principal(null, workspace, null, 'secret');
-
   const customer = expect(await call('POST', '/api/v1/customers', { email: 'buyer@example.com', name: 'Bench Buyer', company: 'Bench Buyer GmbH' }), 201, 'POST /customers');
   const product = expect(
     await call('POST', '/api/v1/products', { sku: 'BENCH', name: 'Bench product', variants: [{ sku: 'BENCH-1', name: 'Standard', price: '24.90' }] }),
     201,
     'POST /products',
   );
-  const catalogue: Catalogue = { customerId: customer.customer.id, variantId: product.product.variants[0].id, variantSku: 'BENCH-1', variantPrice: '24.90' };
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: connections, application_name: 'quoting-bench-raw' });
-  onCleanup(() => pool.end());
+  return { cookie, catalogue: { customerId: customer.customer.id, variantId: product.product.variants[0].id, variantSku: 'BENCH-1', variantPrice: '24.90' } };
+}
+
+interface Setup {
+  kind: DbKind;
+  app: ChildServer;
+  cookie: string;
+  catalogue: Catalogue;
+  /** The baseline's statements. */
+  sql: Sql;
+  /** This process's knex on the baseline's database (the same rows): the checks and the statement count. */
+  knex: Knex;
+  version: string;
+}
+
+async function setUp(kind: DbKind): Promise<Setup> {
+  if (kind === 'postgres') {
+    const databaseUrl = await freshPostgresUrl();
+    const db = openPostgres(databaseUrl, connections);
+    onCleanup(() => db.close());
+    const app = await startQuoting(databaseUrl);
+    const sql = pgSql(databaseUrl);
+    onCleanup(() => sql.close());
+    const { rows: [version] } = await db.knex.raw('show server_version');
+    return { kind, app, ...(await makeAccount(app)), sql, knex: db.knex, version: `PostgreSQL ${version.server_version}` };
+  }
+  // The data directory is the server's alone: copied for the baseline while no server holds it.
+  const dataDir = await freshDataDir('quotes');
+  const first = await startEmbedded(dataDir);
+  const account = await makeAccount(first);
+  await first.stop();
+  const copy = tempDataDir('quotes-baseline');
+  fs.cpSync(dataDir, copy, { recursive: true });
+  const app = await startEmbedded(dataDir);
+  const pglite = new PGlite(path.join(copy, 'pglite'));
+  const db: Database = await openPglite(pglite);
+  onCleanup(() => db.close());
+  const { rows: [version] } = await pglite.query<{ server_version: string }>('show server_version');
+  return { kind, app, ...account, sql: pgliteSql(pglite), knex: db.knex, version: `PGlite (PostgreSQL ${version.server_version})` };
+}
+
+async function writes({ kind, app, cookie, catalogue, sql, knex }: Setup) {
+  const call = client(app.url, cookie);
+  const workspace = await workspaceOf(knex, app.url, cookie);
+  // Secret-key principal: sees every channel, as the owner does.
+  const auth = new Principal(null, workspace, null, 'secret');
   const headers = { cookie, 'content-type': 'application/json' };
 
   /** One creation checked (answer, totals, the baseline's row equal to the app's), and the statements it costs. */
@@ -332,7 +401,7 @@ async function writes(databaseUrl: string, knex: Knex) {
     const created = expect(first, 201, 'POST /api/v1/quotes');
     if (created.lines.length !== lines) throw new Error(`expected ${lines} lines, got ${created.lines.length}`);
     if (created.quote.total !== expectedTotal(catalogue, body)) throw new Error(`quote total ${created.quote.total}, expected ${expectedTotal(catalogue, body)}`);
-    const raw: Raw = { pool, workspaceId: workspace.id, catalogue, body, eventData: JSON.stringify(created) };
+    const raw: Raw = { sql, workspaceId: workspace.id, catalogue, body, eventData: JSON.stringify(created) };
     const rawId = await rawCreate(raw);
     const [rawRow, rawLines] = await Promise.all([
       knex('quotes').where({ id: rawId }).first('total', 'subtotal', 'tax_amount'),
@@ -368,7 +437,7 @@ async function writes(databaseUrl: string, knex: Knex) {
         `${median(api.map((l) => l.p50)).toFixed(0)} / ${median(api.map((l) => l.p99)).toFixed(0)} ms`]);
     }
     printTable(
-      `a) POST /api/v1/quotes at ${connections} connections: ${rounds} alternating rounds of ${duration} s (baseline, app), each after ${warmup} s discarded; req/s min / median / max`,
+      `${dbName(kind)}: a) POST /api/v1/quotes at ${connections} connections: ${rounds} alternating rounds of ${duration} s (baseline, app), each after ${warmup} s discarded; req/s min / median / max`,
       [['lines', 'statements (app)', 'one SQL statement', 'app', 'app / baseline', 'app / baseline of the same round', 'app p50 / p99 (median round)'], ...rows],
     );
     if (medians[1] && medians[50]) {
@@ -395,7 +464,7 @@ async function writes(databaseUrl: string, knex: Knex) {
         return t;
       });
     const rawFlow = () =>
-      loop(`raw SQL through pg, ${connections} loops`, connections, async () => {
+      loop(`raw SQL, ${connections} loops`, connections, async () => {
         const t: Record<string, number> = {};
         let qid = 0;
         await step(async () => (qid = await rawCreate(raw)), t, 'create');
@@ -406,7 +475,7 @@ async function writes(databaseUrl: string, knex: Knex) {
       });
     const { baseline, app: flows } = await alternate(rawFlow, appFlow);
     const rate = (ls: Load[]) => ls.map((l) => l.rate);
-    printTable(`b) create (${FLOW_LINES} lines) → send → accept → convert: ${rounds} alternating rounds of ${duration} s; flows/s min / median / max`, [
+    printTable(`${dbName(kind)}: b) create (${FLOW_LINES} lines) → send → accept → convert: ${rounds} alternating rounds of ${duration} s; flows/s min / median / max`, [
       ['run', 'flows/s', 'create p50', 'send p50', 'accept p50', 'convert p50'],
       ...[['raw SQL', baseline] as const, ['app', flows] as const].map(([name, ls]) => [
         name, spread(rate(ls)), ...['create', 'send', 'accept', 'convert'].map((s) => `${median(ls.map((l) => percentile(l.steps[s], 50))).toFixed(1)} ms`),
@@ -421,13 +490,13 @@ async function writes(databaseUrl: string, knex: Knex) {
 
 runBench(async () => {
   const startedAt = now();
-  const databaseUrl = await freshPostgresUrl();
-  const db = openPostgres(databaseUrl, connections);
-  onCleanup(() => db.close());
-  const { rows: [version] } = await db.knex.raw('show server_version');
   const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
-  note(`${os.cpus().length} CPUs, Node ${process.version}, PostgreSQL ${version.server_version}; load generator, servers and PostgreSQL share the machine`);
-  note(`load average at the start: ${load()}`);
-  await writes(databaseUrl, db.knex);
+  note(`${os.cpus().length} CPUs, Node ${process.version}; load generator, servers and the database share the machine`);
+  for (const kind of databasesOption(values.db)) {
+    note(`\nload average at the start of ${dbName(kind)}: ${load()}`);
+    const setup = await setUp(kind);
+    note(`${setup.version}; baseline through ${kind === 'postgres' ? 'pg' : 'a PGlite in this process, on a copy of the data directory'}`);
+    await writes(setup);
+  }
   note(`\nload average at the end: ${load()}; total ${((now() - startedAt) / 1000).toFixed(0)} s`);
 });

@@ -4,15 +4,78 @@
  * by sku, the same per-transaction synchronous_commit=off) through pg, answering 204. With
  * BARE_COUNTER=1 the INSERT also counts the request in the rate window, exactly as the app's statement does
  * (a shard of the window's counter rows, skipping locked ones; never refusing), which isolates what the shared
- * counter costs in the database. Its statements are named (prepared once per connection), as the app's are. Needs DATABASE_URL and
- * WORKSPACE_ID. Prints its address and runs until SIGTERM. Not meant to be run by hand.
+ * counter costs in the database. Its statements are named (prepared once per connection), as the app's are. Needs
+ * WORKSPACE_ID and DATABASE_URL, or DATA_DIR for the embedded default: then the statements go to PGlite in its own
+ * thread (src/db/pglite-thread.ts, as the app's do), one at a time (one connection; the fallback's transaction holds
+ * it, as knex's pool of one does for the app). Prints its address and runs until SIGTERM. Not meant to be run by hand.
  */
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import pg from 'pg';
+import { lockDataDir } from '../src/db/database.js';
+import { startPgliteThread } from '../src/db/pglite-thread.js';
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+type Query = (statement: { name: string; text: string; values: unknown[] } | string, values?: unknown[]) => Promise<{ rows: any[] }>;
+
+/** The one way this app reaches its database: a query, a transaction, the end. */
+interface Connection {
+  query: Query;
+  transaction(work: (query: Query) => Promise<void>): Promise<void>;
+  end(): Promise<void>;
+}
+
+function postgres(url: string): Connection {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  return {
+    query: (statement, values) => pool.query(statement as string, values),
+    async transaction(work) {
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        await work((statement, values) => client.query(statement as string, values));
+        await client.query('commit');
+      } finally {
+        client.release();
+      }
+    },
+    end: () => pool.end(),
+  };
+}
+
+async function embedded(dataDir: string): Promise<Connection> {
+  const release = lockDataDir(dataDir);
+  const thread = await startPgliteThread({ dataDir: path.join(dataDir, 'pglite') });
+  let queue: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = queue.then(work);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+  const direct: Query = (statement, values) =>
+    typeof statement === 'string' ? thread.query(statement, values) : thread.query(statement.text, statement.values);
+  return {
+    query: (statement, values) => exclusive(() => direct(statement, values)),
+    transaction: (work) =>
+      exclusive(async () => {
+        await thread.query('begin');
+        try {
+          await work(direct);
+          await thread.query('commit');
+        } catch (err) {
+          await thread.query('rollback');
+          throw err;
+        }
+      }),
+    end: async () => {
+      await thread.close();
+      release();
+    },
+  };
+}
+
+const db = process.env.DATABASE_URL ? postgres(process.env.DATABASE_URL) : await embedded(process.env.DATA_DIR!);
 const workspaceId = Number(process.env.WORKSPACE_ID);
 const counter = process.env.BARE_COUNTER === '1';
 
@@ -38,24 +101,19 @@ const counted = (wait: boolean) => `
 const sql = `with tuning as (select set_config('synchronous_commit', 'off', true)) ${insert}`;
 
 async function store(values: unknown[]): Promise<void> {
-  if (!counter) return void (await pool.query({ name: 'bare_event', text: sql, values }));
+  if (!counter) return void (await db.query({ name: 'bare_event', text: sql, values }));
   const start = Math.floor(Math.random() * SHARDS);
-  const { rows } = await pool.query({ name: 'bare_counted', text: counted(false), values: [...values, start] });
+  const { rows } = await db.query({ name: 'bare_counted', text: counted(false), values: [...values, start] });
   if (rows[0].stored === 1) return;
   // The window's first event (or every shard locked at once): create the shards, then wait for one.
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
-    await client.query(
+  await db.transaction(async (query) => {
+    await query(
       `insert into track_rate_windows (workspace_id, window_start, shard, count)
        select $1, date_trunc('minute', now()), s, 0 from generate_series(0, ${SHARDS - 1}) s on conflict do nothing`,
       [values[0]],
     );
-    await client.query({ name: 'bare_counted_wait', text: counted(true), values: [...values, start] });
-    await client.query('commit');
-  } finally {
-    client.release();
-  }
+    await query({ name: 'bare_counted_wait', text: counted(true), values: [...values, start] });
+  });
 }
 
 const app = new Koa();
@@ -76,5 +134,5 @@ server.keepAliveTimeout = 65_000;
 process.once('SIGTERM', () => {
   server.close();
   server.closeIdleConnections();
-  void pool.end().then(() => process.exit(0));
+  void db.end().then(() => process.exit(0));
 });

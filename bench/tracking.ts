@@ -1,5 +1,5 @@
 /**
- * Visitor tracking on PostgreSQL:
+ * Visitor tracking, on PostgreSQL and on the embedded default (`--db`, both by default), each against its own baseline:
  * 1. Event ingest: req/s and p99 of `POST /api/v1/track/event` on `quoting serve` with the rate cap raised out
  *    of the way (TRACK_RATE_PER_MINUTE=1e9: the counter still counts, nothing is refused), against a bare koa
  *    app in its own process doing the same INSERT without auth or validation (bench/track-baseline.ts), and the
@@ -9,21 +9,35 @@
  *    visitors and `--products` (5,000) products: latency p50/p99/max of `--requests` (300) sequential requests
  *    per kind with random visitors and SKUs, and the plans (EXPLAIN ANALYZE) of the queries one request makes.
  * 3. The tag script's size, plain and gzipped.
- *   node dist/bench/tracking.js [--duration 10] [--warmup 2] [--connections 50] [--rounds 3] [--events 1000000] [--skip-ingest] [--skip-reads]
+ * On the embedded default each server holds a data directory of its own (the embedded database admits one process):
+ * the app with the cap raised, the bare app and the bare app with the counter run on copies of one data directory
+ * (same workspace, same product), the capped app on another; the bare apps run the statements on PGlite in its own
+ * thread, as the app does. The read set is the same, seeded (and its plans explained, PGlite's) in this process
+ * while no server holds the directory.
+ *   node dist/bench/tracking.js [--db postgres,embedded] [--duration 10] [--warmup 2] [--connections 50] [--rounds 3]
+ *                               [--events 1000000] [--skip-ingest] [--skip-reads]
  */
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { freshPostgresUrl, median, note, percentile, printTable, runBench, startChild, startQuoting, type ChildServer } from './lib.js';
+import { PGlite } from '@electric-sql/pglite';
+import { openPglite } from '../src/db/database.js';
+import {
+  databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, percentile, printTable, runBench, startChild, startEmbedded, startQuoting,
+  tempDataDir, withDataDir, type ChildServer,
+} from './lib.js';
 import { recommend, categoryInterest } from '../src/tracking/recommendations.js';
 import { systemAccess } from '../src/access.js';
 
 const { values } = parseArgs({
   options: {
+    db: { type: 'string', default: 'postgres,embedded' },
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '50' },
@@ -40,9 +54,8 @@ const duration = Number(values.duration);
 const warmup = Number(values.warmup);
 const connections = Number(values.connections);
 const rounds = Number(values.rounds);
-const EVENTS = Number(values.events);
-const VISITORS = Number(values.visitors);
-const PRODUCTS = Number(values.products);
+/** The read set, the same on both databases. */
+const SIZE = { events: Number(values.events), visitors: Number(values.visitors), products: Number(values.products) };
 const REQUESTS = Number(values.requests);
 
 interface Shop {
@@ -78,23 +91,80 @@ async function post(url: string, headers: Record<string, string>, seconds: numbe
 
 const stats = (xs: number[], digits = 0) => [Math.min(...xs), median(xs), Math.max(...xs)].map((x) => x.toFixed(digits)).join(' / ');
 
-async function ingest(databaseUrl: string): Promise<Shop> {
-  const raised = await startQuoting(databaseUrl, { TRACK_RATE_PER_MINUTE: '1000000000' });
+const RAISED = { TRACK_RATE_PER_MINUTE: '1000000000' };
+const baselineScript = fileURLToPath(new URL('./track-baseline.js', import.meta.url));
+/** The sku resolves to a product, as on a product page. */
+const addDesk = (knex: Knex, shop: Shop) => knex('products').insert({ workspace_id: shop.id, sku: 'DESK-1', name: 'Oak desk', category: 'desks' });
+const startBare = (env: NodeJS.ProcessEnv, shop: Shop, counter: boolean) => {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env, WORKSPACE_ID: String(shop.id), ...(counter ? { BARE_COUNTER: '1' } : {}) };
+  if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
+  return startChild([baselineScript], childEnv, `bare tracking koa${counter ? ' with counter' : ''}`, 120_000);
+};
+
+interface IngestServers {
+  raised: ChildServer;
+  capped: ChildServer;
+  bare: ChildServer;
+  bareCounter: ChildServer;
+  shop: Shop;
+  cappedShop: Shop;
+}
+
+async function ingestPostgres(databaseUrl: string): Promise<void> {
+  const raised = await startQuoting(databaseUrl, RAISED);
   const capped = await startQuoting(databaseUrl);
   const shop = await signUpShop(raised.url, 'Ingest Shop');
   const cappedShop = await signUpShop(capped.url, 'Capped Shop');
-  // The sku resolves to a product, as on a product page.
   const admin = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 1 } });
   try {
-    await admin('products').insert({ workspace_id: shop.id, sku: 'DESK-1', name: 'Oak desk', category: 'desks' });
+    await addDesk(admin, shop);
   } finally {
     await admin.destroy();
   }
-  const baselineScript = fileURLToPath(new URL('./track-baseline.js', import.meta.url));
-  const env = { ...process.env, DATABASE_URL: databaseUrl, WORKSPACE_ID: String(shop.id) };
-  const bare = await startChild([baselineScript], env, 'bare tracking koa');
-  const bareCounter = await startChild([baselineScript], { ...env, BARE_COUNTER: '1' }, 'bare tracking koa with counter');
+  const bare = await startBare({ DATABASE_URL: databaseUrl }, shop, false);
+  const bareCounter = await startBare({ DATABASE_URL: databaseUrl }, shop, true);
+  await ingest('PostgreSQL', { raised, capped, bare, bareCounter, shop, cappedShop });
+  const check = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 1 } });
+  try {
+    await capCheck(check, cappedShop);
+  } finally {
+    await check.destroy();
+  }
+  for (const server of [raised, capped, bare, bareCounter]) await server.stop();
+}
 
+/** Each server its own data directory: the app (cap raised) and both bare apps on copies of one (same workspace and product). */
+async function ingestEmbedded(): Promise<void> {
+  const raisedDir = await freshDataDir('track-raised');
+  const first = await startEmbedded(raisedDir);
+  const shop = await signUpShop(first.url, 'Ingest Shop');
+  await first.stop();
+  await withDataDir(raisedDir, (database) => addDesk(database.knex, shop));
+  const bareDirs = ['track-bare', 'track-bare-counter'].map((label) => {
+    const dir = tempDataDir(label);
+    fs.cpSync(raisedDir, dir, { recursive: true });
+    return dir;
+  });
+  const cappedDir = await freshDataDir('track-capped');
+  const raised = await startEmbedded(raisedDir, RAISED);
+  const capped = await startEmbedded(cappedDir);
+  const cappedShop = await signUpShop(capped.url, 'Capped Shop');
+  const bare = await startBare({ DATA_DIR: bareDirs[0] }, shop, false);
+  const bareCounter = await startBare({ DATA_DIR: bareDirs[1] }, shop, true);
+  await ingest('embedded (PGlite)', { raised, capped, bare, bareCounter, shop, cappedShop });
+  for (const server of [raised, capped, bare, bareCounter]) await server.stop();
+  await withDataDir(cappedDir, (database) => capCheck(database.knex, cappedShop));
+}
+
+async function capCheck(knex: Knex, cappedShop: Shop): Promise<void> {
+  const { rows } = await knex.raw(
+    `select max(n)::int as most, count(*)::int as windows from (select count(*) as n from track_events where workspace_id = ? group by date_trunc('minute', received_at)) w`,
+    [cappedShop.id],
+  );
+  note(`cap in force: at most ${rows[0].most} events stored in any one-minute window (over ${rows[0].windows} windows; cap 1200)`);
+}
+
+async function ingest(database: string, { raised, capped, bare, bareCounter, shop, cappedShop }: IngestServers): Promise<void> {
   const auth = (key: string) => ({ authorization: `Public ${key}` });
   const variants: { name: string; server: ChildServer; headers: Record<string, string>; refusals: boolean }[] = [
     { name: 'A bare koa: INSERT only (baseline)', server: bare, headers: {}, refusals: false },
@@ -120,7 +190,7 @@ async function ingest(databaseUrl: string): Promise<Shop> {
     }
   }
   printTable(
-    `POST /api/v1/track/event (${eventBody.length}-byte body): ${rounds} rounds of ${duration} s each after ${warmup} s warm-up, ${connections} connections; min / median / max`,
+    `${database}: POST /api/v1/track/event (${eventBody.length}-byte body): ${rounds} rounds of ${duration} s each after ${warmup} s warm-up, ${connections} connections; min / median / max`,
     [['server', 'req/s', 'p99 ms'], ...variants.map((v) => [v.name, stats(results.get(v.name)!.rps), stats(results.get(v.name)!.p99)])],
   );
   const med = (name: string) => median(results.get(name)!.rps);
@@ -128,28 +198,18 @@ async function ingest(databaseUrl: string): Promise<Shop> {
   note(`ratio C / A, the counter's cost in the database alone: ${(med(variants[2].name) / med(variants[0].name)).toFixed(3)}`);
   const d = results.get(variants[3].name)!;
   note(`cap in force: accepted per round ${d.accepted.join(', ')}; refused per round ${d.refused.join(', ')}`);
-
-  const check = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 1 } });
-  try {
-    const { rows } = await check.raw(
-      `select max(n)::int as most, count(*)::int as windows from (select count(*) as n from track_events where workspace_id = ? group by date_trunc('minute', received_at)) w`,
-      [cappedShop.id],
-    );
-    note(`cap in force: at most ${rows[0].most} events stored in any one-minute window (over ${rows[0].windows} windows; cap 1200)`);
-  } finally {
-    await check.destroy();
-  }
-  return shop;
 }
 
-/** 1M events, 100k visitors, 5k products (every 20th archived) in one workspace, by generate_series. */
-async function seed(knex: Knex, workspaceId: number): Promise<void> {
+type Size = typeof SIZE;
+
+/** `events` events of `visitors` visitors over `products` products (every 20th archived) in one workspace, by generate_series. */
+async function seed(knex: Knex, workspaceId: number, { events, visitors, products }: Size): Promise<void> {
   const started = performance.now();
   await knex.raw(
     `insert into products (workspace_id, sku, name, category, brand, status)
      select ?, 'P' || i, 'Product ' || i, 'cat-' || (i % 50), 'brand-' || (i % 20), case when i % 20 = 0 then 'archived' else 'active' end
        from generate_series(1, ?) i`,
-    [workspaceId, PRODUCTS],
+    [workspaceId, products],
   );
   const { rows } = await knex.raw('select min(id)::int as first from products where workspace_id = ?', [workspaceId]);
   const first = rows[0].first as number;
@@ -169,75 +229,104 @@ async function seed(knex: Knex, workspaceId: number): Promise<void> {
        cross join lateral (select 1 + floor(? * power(((i::bigint * 2654435761) % 1000003) / 1000003.0, 2))::int as k,
                                   now() - ((i::bigint * 104729) % 5184000) * interval '1 second' as t) r
       order by t`,
-    [workspaceId, VISITORS, first, EVENTS, PRODUCTS],
+    [workspaceId, visitors, first, events, products],
   );
   // Autovacuum does this by itself on an insert-only table (autovacuum_vacuum_insert_threshold); done here
   // so the reads are measured in the state a live table is in, not right after a bulk load.
   await knex.raw('vacuum analyze products');
   await knex.raw('vacuum analyze track_events');
-  note(`seeded ${EVENTS} events, ${VISITORS} visitors, ${PRODUCTS} products in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  note(`seeded ${events} events, ${visitors} visitors, ${products} products in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
-async function reads(databaseUrl: string): Promise<void> {
+/** The plans (EXPLAIN ANALYZE, BUFFERS) of the queries one request of each kind makes, captured from the service functions themselves. */
+async function plans(knex: Knex, shop: Shop, explain: (sql: string, bindings: unknown[]) => Promise<{ 'QUERY PLAN': string }[]>): Promise<string[]> {
+  const captured: { sql: string; bindings: readonly unknown[] }[] = [];
+  knex.on('query', (q: { sql: string; bindings?: readonly unknown[] }) => captured.push({ sql: q.sql, bindings: q.bindings ?? [] }));
+  const access = systemAccess(shop.id, { events: false });
+  await recommend(knex, access, { visitor_id: 'v4242', sku: 'P17', limit: 10 });
+  await recommend(knex, access, { visitor_id: 'v4242', limit: 10 });
+  await recommend(knex, access, { limit: 10 }); // the popular tier: the workspace's views, then which of them are active
+  await categoryInterest(knex, access, { visitor_id: 'v4242' });
+  await categoryInterest(knex, access, {});
+  knex.removeAllListeners('query');
+  // The captured text has $n placeholders: explained through the driver itself.
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  for (const q of captured) {
+    if (seen.has(q.sql)) continue;
+    seen.add(q.sql);
+    lines.push('', `-- ${q.sql.replace(/\s+/g, ' ').slice(0, 160)}…`);
+    for (const line of await explain(`explain (analyze, buffers, costs off) ${q.sql}`, [...q.bindings])) lines.push(line['QUERY PLAN']);
+  }
+  return lines;
+}
+
+async function measureReads(database: string, server: ChildServer, shop: Shop, { events, visitors, products }: Size): Promise<void> {
+  const pick = (n: number) => 1 + Math.floor(Math.random() * n);
+  const kinds: [string, () => string][] = [
+    ['recommendations?visitor_id=', () => `/api/v1/public/recommendations?visitor_id=v${pick(visitors) - 1}`],
+    ['recommendations?visitor_id=&sku=', () => `/api/v1/public/recommendations?visitor_id=v${pick(visitors) - 1}&sku=P${pick(products)}`],
+    ['recommendations (no visitor, no sku)', () => '/api/v1/public/recommendations'],
+    ['categories/interest?visitor_id=', () => `/api/v1/public/categories/interest?visitor_id=v${pick(visitors) - 1}`],
+    ['categories/interest (workspace)', () => '/api/v1/public/categories/interest'],
+  ];
+  const headers = { authorization: `Public ${shop.publicKey}` };
+  const rows: (string | number)[][] = [['request', 'p50 ms', 'p99 ms', 'max ms', 'results (median)']];
+  for (const [name, path] of kinds) {
+    for (let i = 0; i < 20; i++) await (await fetch(server.url + path(), { headers })).text();
+    const times: number[] = [];
+    const counts: number[] = [];
+    for (let i = 0; i < REQUESTS; i++) {
+      const started = performance.now();
+      const res = await fetch(server.url + path(), { headers });
+      const body = (await res.json()) as { data: Record<string, unknown[]> };
+      times.push(performance.now() - started);
+      if (res.status !== 200) throw new Error(`${name}: ${res.status} ${JSON.stringify(body)}`);
+      counts.push(Object.values(body.data)[0].length);
+    }
+    rows.push([name, percentile(times, 50).toFixed(1), percentile(times, 99).toFixed(1), Math.max(...times).toFixed(1), median(counts)]);
+  }
+  printTable(`${database}: public reads over ${events} events: ${REQUESTS} sequential requests each (random visitors and SKUs), one keep-alive client, after 20 discarded`, rows);
+}
+
+async function readsPostgres(databaseUrl: string): Promise<void> {
+  const size = SIZE;
   const server = await startQuoting(databaseUrl);
   const shop = await signUpShop(server.url, 'Reco Shop');
   const knex = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 2 } });
+  const client = new pg.Client({ connectionString: databaseUrl });
   try {
-    await seed(knex, shop.id);
-    const pick = (n: number) => 1 + Math.floor(Math.random() * n);
-    const kinds: [string, () => string][] = [
-      ['recommendations?visitor_id=', () => `/api/v1/public/recommendations?visitor_id=v${pick(VISITORS) - 1}`],
-      ['recommendations?visitor_id=&sku=', () => `/api/v1/public/recommendations?visitor_id=v${pick(VISITORS) - 1}&sku=P${pick(PRODUCTS)}`],
-      ['recommendations (no visitor, no sku)', () => '/api/v1/public/recommendations'],
-      ['categories/interest?visitor_id=', () => `/api/v1/public/categories/interest?visitor_id=v${pick(VISITORS) - 1}`],
-      ['categories/interest (workspace)', () => '/api/v1/public/categories/interest'],
-    ];
-    const headers = { authorization: `Public ${shop.publicKey}` };
-    const rows: (string | number)[][] = [['request', 'p50 ms', 'p99 ms', 'max ms', 'results (median)']];
-    for (const [name, path] of kinds) {
-      for (let i = 0; i < 20; i++) await (await fetch(server.url + path(), { headers })).text();
-      const times: number[] = [];
-      const sizes: number[] = [];
-      for (let i = 0; i < REQUESTS; i++) {
-        const started = performance.now();
-        const res = await fetch(server.url + path(), { headers });
-        const body = (await res.json()) as { data: Record<string, unknown[]> };
-        times.push(performance.now() - started);
-        if (res.status !== 200) throw new Error(`${name}: ${res.status} ${JSON.stringify(body)}`);
-        sizes.push(Object.values(body.data)[0].length);
-      }
-      rows.push([name, percentile(times, 50).toFixed(1), percentile(times, 99).toFixed(1), Math.max(...times).toFixed(1), median(sizes)]);
-    }
-    printTable(`Public reads over ${EVENTS} events: ${REQUESTS} sequential requests each (random visitors and SKUs), one keep-alive client, after 20 discarded`, rows);
-
-    // The plans of the queries one request makes, captured from the service functions themselves.
-    const captured: { sql: string; bindings: readonly unknown[] }[] = [];
-    knex.on('query', (q: { sql: string; bindings?: readonly unknown[] }) => captured.push({ sql: q.sql, bindings: q.bindings ?? [] }));
-    const access = systemAccess(shop.id, { events: false });
-    await recommend(knex, access, { visitor_id: 'v4242', sku: 'P17', limit: 10 });
-    await recommend(knex, access, { visitor_id: 'v4242', limit: 10 });
-    await recommend(knex, access, { limit: 10 }); // the popular tier: the workspace's views, then which of them are active
-    await categoryInterest(knex, access, { visitor_id: 'v4242' });
-    await categoryInterest(knex, access, {});
-    knex.removeAllListeners('query');
-    // The captured text has pg's $n placeholders: explained through pg itself.
-    const client = new pg.Client({ connectionString: databaseUrl });
+    await seed(knex, shop.id, size);
+    await measureReads('PostgreSQL', server, shop, size);
     await client.connect();
-    try {
-      const seen = new Set<string>();
-      for (const q of captured) {
-        if (seen.has(q.sql)) continue;
-        seen.add(q.sql);
-        const { rows: plan } = await client.query(`explain (analyze, buffers, costs off) ${q.sql}`, q.bindings as unknown[]);
-        note(`\n-- ${q.sql.replace(/\s+/g, ' ').slice(0, 160)}…`);
-        for (const line of plan) note(line['QUERY PLAN']);
-      }
-    } finally {
-      await client.end();
-    }
+    for (const line of await plans(knex, shop, async (sql, bindings) => (await client.query(sql, bindings)).rows)) note(line);
   } finally {
+    await client.end().catch(() => undefined);
     await knex.destroy();
+    await server.stop();
   }
+}
+
+/** Seeded and explained in this process (a PGlite on the data directory) while no server holds it; then read through the server. */
+async function readsEmbedded(): Promise<void> {
+  const size = SIZE;
+  const dataDir = await freshDataDir('track-reads');
+  let server = await startEmbedded(dataDir);
+  const shop = await signUpShop(server.url, 'Reco Shop');
+  await server.stop();
+  const pglite = new PGlite(path.join(dataDir, 'pglite'));
+  const database = await openPglite(pglite);
+  let explained: string[];
+  try {
+    await seed(database.knex, shop.id, size);
+    explained = await plans(database.knex, shop, async (sql, bindings) => (await pglite.query<{ 'QUERY PLAN': string }>(sql, bindings)).rows);
+  } finally {
+    await database.close();
+  }
+  server = await startEmbedded(dataDir);
+  await measureReads('embedded (PGlite)', server, shop, size);
+  for (const line of explained) note(line);
+  await server.stop();
 }
 
 async function tagSize(url: string, slug: string): Promise<void> {
@@ -251,11 +340,22 @@ runBench(async () => {
   // Figures from a busy machine mean less: the load is printed with them.
   const load = () => os.loadavg().map((l) => l.toFixed(1)).join(' ');
   note(`${os.cpus().length} CPUs, load average ${load()} at the start`);
-  process.once('beforeExit', () => note(`load average ${load()} at the end`));
-  const databaseUrl = await freshPostgresUrl();
-  if (!values['skip-ingest']) await ingest(databaseUrl);
-  if (!values['skip-reads']) await reads(databaseUrl);
-  const server = await startQuoting(databaseUrl);
+  const databases = databasesOption(values.db);
+  let databaseUrl = '';
+  for (const kind of databases) {
+    note(`\n${dbName(kind)}, load average ${load()}`);
+    if (kind === 'postgres') {
+      databaseUrl = await freshPostgresUrl();
+      if (!values['skip-ingest']) await ingestPostgres(databaseUrl);
+      if (!values['skip-reads']) await readsPostgres(databaseUrl);
+    } else {
+      if (!values['skip-ingest']) await ingestEmbedded();
+      if (!values['skip-reads']) await readsEmbedded();
+    }
+  }
+  // The tag is the same text on either database.
+  const server = databases[0] === 'embedded' ? await startEmbedded(await freshDataDir('track-tag')) : await startQuoting(databaseUrl);
   const shop = await signUpShop(server.url, 'Tag Shop');
   await tagSize(server.url, shop.slug);
+  note(`load average ${load()} at the end`);
 });
