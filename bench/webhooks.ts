@@ -23,17 +23,17 @@
  * The receiver (webhook-receiver.js), the ceiling sender (webhook-ceiling.js), the server and the worker each
  * run in a process of their own.
  *
- * On the embedded default there is no `quoting worker`: `quoting serve` delivers in-process, a batch after batch on
- * a one-second schedule (src/webhooks/run.ts), and no other process may open its database. So each round's N
+ * On the embedded default there is no `quoting worker`: `quoting serve` delivers in-process, batch after batch when
+ * a delivery is announced (NOTIFY) and every second (src/webhooks/run.ts), and no other process may open its database. So each round's N
  * deliveries are seeded beforehand (with the server stopped, in this process) as `dead` rows of a subscription of
  * their own (subscribed to an event type nothing else emits), and committed due at once by
  * `quoting webhooks resend --workspace W --status dead --subscription S`, which runs inside the server through its
  * control socket (one UPDATE and its NOTIFY). deliveries/s is N over the span from the first to the Nth distinct
- * request at the receiver, for the server and for its ceiling alike (the wait for the schedule's next tick, up to
- * 1 s, is printed apart, from the command's end to the first request); one `quoting serve` per configuration
+ * request at the receiver, for the server and for its ceiling alike (the wait from the command's end to the first
+ * request is printed apart); one `quoting serve` per configuration
  * (WEBHOOK_CONCURRENCY x WEBHOOK_WORKER_BATCH); the rows are checked (all succeeded, at the first attempt) once it
  * has stopped. The latency is measured on `quoting serve` alone, with its defaults.
- * The latency's runs there are `--embedded-latency-runs` (50): each takes about a second, the schedule's tick.
+ * The latency's runs there are `--embedded-latency-runs` (50).
  *   node dist/bench/webhooks.js [--db postgres,embedded] [--n 5000] [--rounds 3] [--warmup-n 1000] [--prime-n 5000] [--configs 16x100,32x100,64x100,16x500,64x500]
  *                               [--latency-runs 200] [--latency-warmup 10]
  */
@@ -57,7 +57,6 @@ const { values } = parseArgs({
     'prime-n': { type: 'string', default: '5000' },
     'latency-runs': { type: 'string', default: '200' },
     'latency-warmup': { type: 'string', default: '10' },
-    // Each takes about a second on the embedded default (its one-second delivery schedule).
     'embedded-latency-runs': { type: 'string', default: '50' },
   },
 });
@@ -462,7 +461,7 @@ function quotingCommand(dataDir: string, args: string[]): Promise<void> {
 interface EmbeddedRound {
   /** First to Nth distinct request at the receiver. */
   spanMs: number;
-  /** The re-queue command's end (its UPDATE committed) to the first request: the wait for the schedule's tick. */
+  /** The re-queue command's end (its UPDATE committed) to the first request. */
   waitMs: number;
   done: Done;
   senderCpu: number;
@@ -601,7 +600,7 @@ async function onEmbedded(): Promise<void> {
       ],
     );
     note('deliveries/s = N / (first -> Nth distinct request at the receiver), for both; "re-queued -> first" = from the end of the');
-    note('`quoting webhooks resend` command (its UPDATE committed) to the first request (the schedule ticks every second);');
+    note('`quoting webhooks resend` command (its UPDATE committed) to the first request (negative: the first arrived before the command had ended);');
     note('serve CPU = the server process (its PGlite thread included) as a share of one core over the receiving span.');
     note(`/proc/loadavg before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];

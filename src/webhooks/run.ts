@@ -62,16 +62,25 @@ export async function watchDeliveries(database: Database, settings: WorkerSettin
 
 /**
  * The in-process worker of `quoting serve` on the embedded database (where no second process may
- * open the data): a node-cron schedule runs a batch every second, never two at once, and housekeeping
- * at the first tick and every few seconds.
+ * open the data): a run of batches when a delivery is announced (the NOTIFY of the emitting commit,
+ * heard from PGlite itself) and, for retries that come due with time, every second on a node-cron
+ * schedule; never two runs at once, and an announcement during a run starts another after it (the run
+ * may have claimed before that commit). Housekeeping at the first run and every few seconds.
  */
 export async function scheduleDeliveries(database: Database, settings: WorkerSettings): Promise<() => Promise<void>> {
   const { default: cron } = await import('node-cron');
   const worker = new DeliveryWorker(database.knex, settings);
   let running: Promise<void> | null = null;
+  let again = false;
+  let stopped = false;
   let housekeptAt = -Infinity;
-  const task = cron.schedule('* * * * * *', () => {
-    running ??= (async () => {
+  const run = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
       try {
         if (Date.now() - housekeptAt >= HOUSEKEEPING_MS) {
           housekeptAt = Date.now();
@@ -83,13 +92,21 @@ export async function scheduleDeliveries(database: Database, settings: WorkerSet
         }
       } catch (err) {
         log.error('delivery run failed', errorFields(err));
-      } finally {
-        running = null;
       }
-    })();
-  });
+    })().finally(() => {
+      running = null;
+      if (again) {
+        again = false;
+        run();
+      }
+    });
+  };
+  const stopListening = database.listen(WEBHOOK_CHANNEL, run);
+  const task = cron.schedule('* * * * * *', run);
   return async () => {
+    stopped = true;
     await task.stop();
+    await stopListening();
     await running;
     worker.close();
   };
