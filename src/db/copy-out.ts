@@ -5,7 +5,7 @@ import { escapeLiteral } from 'pg';
  * (UTF-8 → UTF-16: a two-byte string as soon as the page holds one character beyond Latin-1), which the
  * response then encodes back to UTF-8; but it hands the rows of a `COPY … TO STDOUT` to the running query
  * object as the message's bytes. So a page is read as
- *   COPY (select count(*)::int, max(id), string_agg(json, ',' order by id) from (<page>) page) TO STDOUT (FORMAT binary)
+ *   COPY (select count(*)::int, max(id), string_agg(json, ',') from (<page>) page) TO STDOUT (FORMAT binary)
  * one CopyData message for the whole page (one message per record cost more in per-message objects and
  * garbage collection than the conversions it saved), and its text is kept as a Buffer, outside the JS heap.
  *

@@ -23,6 +23,12 @@ export type JsonPage = string | Buffer;
  * reads one (a slow client never holds one). `base` builds the filtered, workspace-scoped query afresh
  * for each page.
  *
+ * A page's texts are joined in the order the page query yields them, by id (its ORDER BY ... LIMIT feeds the
+ * aggregate directly, with nothing between them that could reorder rows). Not `string_agg(j, ',' order by id)`:
+ * PostgreSQL before 16 sorts an ordered aggregate's input even when it arrives sorted, and a sort of 5,000
+ * freshly built texts was a third of a 50k products list's time in the database (measured 524 → 322 ms, the
+ * variants' own ordered aggregate included; see productText).
+ *
  * Each page runs with bitmap scans off: before a table has statistics (a fresh import) the planner
  * guesses a few hundred rows for `workspace_id = ? and id > ?` and fetches every remaining row of the
  * workspace through a bitmap, then sorts them for the first page (measured: 85 ms a 1000-row page at 50k rows,
@@ -52,7 +58,7 @@ export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn
 
 /** The page through COPY, in one round trip. */
 async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: Buffer; n: number; lastId: number }> {
-  const page = `select count(*)::int, max(id)::int, string_agg(j, ',' order by id) from (${inlineSql(query.toSQL().toNative())}) page`;
+  const page = `select count(*)::int, max(id)::int, string_agg(j, ',') from (${inlineSql(query.toSQL().toNative())}) page`;
   const sql = `set local enable_bitmapscan = off; copy (${page}) to stdout (format binary)`;
   const connection = await db.client.acquireConnection();
   try {
@@ -67,7 +73,7 @@ async function aggregatedPage(db: Db, page: () => Knex.QueryBuilder, idColumn: s
   const row = await db.transaction(async (trx) => {
     await trx.raw('set local enable_bitmapscan = off');
     const rows = page().select(`${idColumn} as id`, trx.raw(`${json} as j`));
-    const [result] = await trx.from(rows.as('page')).select(trx.raw(`string_agg(j::text, ',' order by id) as json, max(id) as last_id, count(*)::int as n`));
+    const [result] = await trx.from(rows.as('page')).select(trx.raw(`string_agg(j::text, ',') as json, max(id) as last_id, count(*)::int as n`));
     return result;
   });
   return { text: row.json, n: row.n, lastId: row.last_id };

@@ -12,12 +12,14 @@ export const variantJson = (v = 'v') => `${v}.api_json::json`;
 
 /**
  * A product with its variants (by id) as JSON text: the product's stored text with
- * `"variants":[…]` (the variants' stored texts) put before its closing brace. The variants are
- * found through (workspace_id, product_id, id), one index range per product.
+ * `"variants":[…]` (the variants' stored texts) put before its closing brace (`api_json_head` is the
+ * stored text without it, kept by PostgreSQL: migration 20261123200000). The variants are
+ * found through (workspace_id, product_id, id), one index range per product, and joined in the order
+ * that subquery yields them (an ordered aggregate would sort them again per product: see db/pages.ts).
  */
 const productText = (p = 'p') =>
-  `left(${p}.api_json, -1) || ',"variants":[' || coalesce((select string_agg(pv.api_json, ',' order by pv.id) from variants pv ` +
-  `where pv.workspace_id = ${p}.workspace_id and pv.product_id = ${p}.id), '') || ']}'`;
+  `${p}.api_json_head || ',"variants":[' || coalesce((select string_agg(v.api_json, ',') from (select pv.api_json from variants pv ` +
+  `where pv.workspace_id = ${p}.workspace_id and pv.product_id = ${p}.id order by pv.id) v), '') || ']}'`;
 
 /** The API shape of a product, variants embedded, as json: single reads, the list and every write response agree to the byte. */
 export const productJson = (p = 'p') => `(${productText(p)})::json`;
