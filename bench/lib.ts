@@ -170,8 +170,14 @@ export interface ChildServer {
  * Starts a server as a child process and waits for it to print its address
  * (`http://host:port` on stdout). Stopped with SIGTERM at cleanup.
  */
+/**
+ * BENCH_NODE_ARGS: options for the Node of every child a benchmark starts (servers, workers, receivers, baselines),
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them; not the benchmark's own.
+ */
+const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+
 export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: string, timeoutMs = 30_000): Promise<ChildServer> {
-  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -246,7 +252,7 @@ export interface Forked {
 
 /** Forks a bench script with an IPC channel; killed at cleanup. */
 export async function forkScript(script: string, what: string, readyType: string): Promise<Forked & { ready: any }> {
-  const child = fork(fileURLToPath(new URL(script, import.meta.url)), [], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL(script, import.meta.url)), [], { cwd: root, execArgv: nodeArgs, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   onCleanup(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -293,7 +299,7 @@ export async function startWorker(knex: Knex, databaseUrl: string, extraEnv: Nod
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8', ...extraEnv };
   delete env.QUOTING_ENV_FILE;
   const { rows: [{ since }] } = await knex.raw('select clock_timestamp() as since');
-  const child = spawn(process.execPath, [bin, 'worker', '--watch'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...nodeArgs, bin, 'worker', '--watch'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let exited = false;
   const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
   const stop = async () => {

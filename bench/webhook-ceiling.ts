@@ -77,4 +77,5 @@ process.on('message', (message: { type: string } & Partial<Load>) => {
   }
 });
 process.on('disconnect', () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0)); // exits normally, so a --cpu-prof profile is written
 send({ type: 'ready' });

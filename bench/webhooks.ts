@@ -381,11 +381,15 @@ async function onPostgres(): Promise<void> {
       `${Math.min(...values).toFixed(digits)} / ${percentile(values, 50).toFixed(digits)} / ${Math.max(...values).toFixed(digits)}`;
     const ratios = (r: (typeof results)[number]) => r.worker.map((w, k) => r.ceiling[k].receivedMs / w.receivedMs);
     const medianOf = (values: number[]) => percentile(values, 50);
+    const perDelivery = (runs: Throughput[], what: 'senderCpu' | 'postgresCpu' | 'receiverCpu') => medianOf(runs.map((w) => (1000 * w[what]) / N));
+    const machineLimit = (r: (typeof results)[number]) =>
+      2e6 / (perDelivery(r.worker, 'senderCpu') + perDelivery(r.worker, 'postgresCpu') + perDelivery(r.worker, 'receiverCpu'));
     printTable(
       `PostgreSQL: 1. throughput: ${N} due customer.created deliveries (~${(await deliveryBodies(knex, 2))[0].body.length}-byte bodies), one subscription, ` +
         `receiver answering 200 at once; ${rounds} rounds per configuration, ceiling and worker alternating (A B A B), min / median / max`,
       [
-        ['lanes x batch', 'ceiling deliveries/s', 'worker deliveries/s', 'ratio worker/ceiling', 'worker: all rows succeeded (ms)', 'dupes', 'worker CPU', 'postgres CPU', 'receiver CPU'],
+        ['lanes x batch', 'ceiling deliveries/s', 'worker deliveries/s', 'ratio worker/ceiling', 'worker: all rows succeeded (ms)', 'dupes', 'worker CPU', 'postgres CPU', 'receiver CPU',
+          'CPU µs/delivery: ceiling sender; worker + postgres + receiver', 'machine limit (2 cores) / ceiling'],
         ...results.map((r) => [
           `${r.concurrency}x${r.batch}`,
           spread(r.ceiling.map(perSecondOf)),
@@ -396,12 +400,16 @@ async function onPostgres(): Promise<void> {
           cpuShare(medianOf(r.worker.map((w) => w.senderCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
           cpuShare(medianOf(r.worker.map((w) => w.postgresCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
           cpuShare(medianOf(r.worker.map((w) => w.receiverCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
+          `${perDelivery(r.ceiling, 'senderCpu').toFixed(0)}; ${perDelivery(r.worker, 'senderCpu').toFixed(0)} + ${perDelivery(r.worker, 'postgresCpu').toFixed(0)} + ${perDelivery(r.worker, 'receiverCpu').toFixed(0)}`,
+          (machineLimit(r) / medianOf(r.ceiling.map(perSecondOf))).toFixed(2),
         ]),
       ],
     );
     note('deliveries/s = N / (commit of the N rows [worker] or start of the loop [ceiling] -> Nth distinct request at the receiver);');
     note('"all rows succeeded" also waits for the outcome UPDATEs; CPU = median share of one core over the receiving time (postgres: every');
     note('postgres process on the machine); ratio = per round, worker deliveries/s / deliveries/s of the ceiling run just before it.');
+    note('CPU µs/delivery: medians over the rounds; machine limit = the worker\'s rate were both cores kept busy by the worker, PostgreSQL');
+    note('and the receiver at their measured CPU per delivery (2 s of CPU per second / their sum), as a share of the ceiling\'s rate.');
     note(`/proc/loadavg before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));

@@ -372,3 +372,31 @@ test.serial('without OUTBOUND_ALLOWED_CIDRS loopback and private targets are ref
     t.regex(r.last_error, /refused/i, host);
   }
 });
+
+test.serial('a claim walks the due queue in order: 100 of 3,000 due rows without statistics reads about 100, not all of them', async (t) => {
+  const { owner, sub } = await setup(t);
+  const { body } = await owner.client.get('/api/v1/workspace');
+  const workspaceId = body.data.workspace.id;
+  // A burst just committed: no ANALYZE has seen these rows, so the planner guesses their number.
+  await app.db.raw(
+    `insert into events (id, workspace_id, type, data) select 'evt_claimwalk' || lpad(i::text, 17, '0'), ?, 'customer.created', '{}'::jsonb from generate_series(1, 3000) i`,
+    [workspaceId],
+  );
+  await app.db.raw(
+    `insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type) select ?, ?, id, type from events where id like 'evt_claimwalk%' order by id`,
+    [workspaceId, sub.id],
+  );
+  // Taken and given back (rolled back): the locks and the statistics of this transaction only.
+  const trx = await app.db.transaction();
+  let claimed: number;
+  let fetched: number;
+  try {
+    ({ rows: [{ claimed }] } = await trx.raw('select count(*)::int as claimed from webhook_due_deliveries(8, 100)'));
+    ({ rows: [{ fetched }] } = await trx.raw(`select idx_tup_fetch::int as fetched from pg_stat_xact_user_tables where relname = 'webhook_deliveries'`));
+  } finally {
+    await trx.rollback();
+  }
+  t.is(claimed, 100);
+  // The walk reads the rows it takes (and any held by other claims); reading and sorting every due row read 3,000.
+  t.true(fetched < 400, `rows fetched: ${fetched}`);
+});

@@ -379,33 +379,25 @@ export class DeliveryWorker {
     const lease: Lease = { token: randomUUID(), validUntil: performance.now() + this.leaseMs };
     const { maxAttempts, batch, leaseSeconds } = this.settings;
     // Rows of paused or deleted subscriptions are skipped here (housekeeping marks them dead); so are rows
-    // whose last allowed attempt was interrupted. The due rows are walked in the order of the queue's index, so
-    // a claim reads about `batch` rows plus those still held (leased) by workers; the claimed rows are then found
-    // by primary key (`= any(array(...))`): joined to the CTE, the planner hashed it against a scan of every
-    // delivery ever made, a cost that grew with the history.
+    // whose last allowed attempt was interrupted. webhook_due_deliveries (migration 20261123210000) walks the
+    // due rows in the order of the queue's index, locking `batch` of them with SKIP LOCKED, so a claim reads
+    // about `batch` rows plus those still held (leased) by workers, with or without statistics; the claimed
+    // rows are then found by primary key (`= any(array(...))`): joined to the walk, the planner hashed it
+    // against a scan of every delivery ever made, a cost that grew with the history.
     const { rows } = await this.db.raw(
-      `with due as (
-         select id from webhook_deliveries q
-         where status in ('pending', 'failed') and next_attempt_at <= now() and attempts < ?
-           and (lease_expires_at is null or lease_expires_at < now())
-           and exists (select 1 from webhook_subscriptions s where s.id = q.subscription_id and s.active)
-         order by next_attempt_at, id
-         limit ?
-         for update of q skip locked
-       )
-       update webhook_deliveries d set
+      `update webhook_deliveries d set
          claim_token = ?, lease_expires_at = now() + make_interval(secs => ?), attempts = d.attempts + 1,
          last_error = case when d.lease_expires_at is not null
            then 'Attempt ' || d.attempts || ' was interrupted: the worker stopped before recording its outcome.'
            else d.last_error end
        from webhook_subscriptions s, events e
-       where d.id = any(array(select id from due)) and s.id = d.subscription_id and e.id = d.event_id
+       where d.id = any(array(select webhook_due_deliveries(?, ?))) and s.id = d.subscription_id and e.id = d.event_id
        returning d.id, d.attempts as attempt, s.url, s.signing_secret,
          case when s.previous_secret_expires_at > now() then s.previous_secret end as previous_secret,
          d.event_id, d.event_type,
          '{"id":' || to_json(e.id)::text || ',"type":' || to_json(e.type)::text || ',"created":' || floor(extract(epoch from e.created_at))::bigint
            || ',"organization_id":' || e.workspace_id || ',"data":' || e.data::text || '}' as body`,
-      [maxAttempts, batch, lease.token, leaseSeconds],
+      [lease.token, leaseSeconds, maxAttempts, batch],
     );
     const claimed: Claimed[] = rows.map((r: Record<string, unknown>) => ({
       id: r.id as number,
