@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Forbidden } from '../errors.js';
-import type { Api } from '../http/api.js';
+import { jsonText, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { requireMailer } from '../mail/mailer.js';
 import { renderMail } from '../templates.js';
@@ -13,6 +13,9 @@ import { clearSessionCookie, createSession, deleteSession, setSessionCookie } fr
 import { authChanged } from './session-cache.js';
 
 const inviteOut = z.object({ id, workspace_id: id, email: z.string(), role: z.enum(['owner', 'member']), expires_at: timestamp, accepted_at: timestamp.nullable(), created_at: timestamp }).meta({ id: 'Invite' });
+
+/** `GET /auth/me`'s `data`, by the user object of a resolved session (which comes with its workspace and role). */
+const meAnswers = new WeakMap<object, string>();
 
 export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDeps): void {
   const tag = 'Auth';
@@ -66,7 +69,13 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
       method: 'get', path: '/auth/me', tag, auth: 'session:user', summary: 'The signed-in user, their workspace and role',
       response: z.object({ user: userOut, workspace: workspaceOut.nullable(), role: z.enum(['owner', 'member']).nullable() }),
     },
-    async ({ auth }) => ({ user: auth.user, workspace: auth.maybeWorkspace, role: auth.role }),
+    async ({ auth }) => {
+      // A cached session answers with the same user and workspace objects (frozen) on every request, so its
+      // answer is serialised once, on the first, and kept as long as those objects are (the session cache's entry).
+      let text = meAnswers.get(auth.user);
+      if (text === undefined) meAnswers.set(auth.user, (text = JSON.stringify({ user: auth.user, workspace: auth.maybeWorkspace, role: auth.role })));
+      return jsonText(text);
+    },
   );
 
   api.route(

@@ -24,10 +24,11 @@ const parser = koaBody({
  * A form-encoded body may carry both at once: a JSON object (what `curl -d '{...}'` sends),
  * optionally followed by `&field=value` pairs, which win over JSON keys of the same name.
  */
-export async function bodyParser(ctx: Context, next: Next): Promise<void> {
+export function bodyParser(ctx: Context, next: Next): Promise<void> {
+  // Not an async function: a request without a body passes through without a promise of its own.
   if (ctx.method !== 'POST' && ctx.method !== 'PUT' && ctx.method !== 'PATCH') return next();
   if (streamedUpload(ctx)) return next();
-  await parser(ctx, async () => {
+  return parser(ctx, async () => {
     (ctx.request as { body?: unknown }).body = normaliseBody(ctx);
     await next();
   });

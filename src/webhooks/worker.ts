@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../config.js';
+import { preparedQuery } from '../db/prepared.js';
 import { errorFields, log } from '../log.js';
 import { outboundAgents, outboundPolicy, post, type PostResult } from './outbound.js';
 import { signatureHeader } from './signature.js';
@@ -66,7 +67,8 @@ interface Outcome {
   code: number | null;
   error: string | null;
   body: string | null;
-  at: string;
+  /** When the attempt ended, in milliseconds since the epoch (Date.now(): a twentieth of the cost of an ISO text). */
+  at: number;
   delay: number;
 }
 
@@ -111,6 +113,34 @@ const emptySummary = (): RunSummary => ({ claimed: 0, succeeded: 0, failed: 0, d
  * transaction, which commits synchronously) are never lost. Resends are what webhook receivers must already
  * accept (at-least-once, `Service-Event-Id` to deduplicate).
  */
+/**
+ * A claim: `batch` due rows (webhook_due_deliveries walks the queue's index in order and locks them SKIP LOCKED)
+ * marked with the claim's token and lease, their attempt counted, returned with what sending them needs. The body
+ * is the event's, rendered by PostgreSQL as the API renders events.
+ */
+const claimDue = preparedQuery<Record<string, unknown>>('quoting_claim_deliveries', `
+  update webhook_deliveries d set
+    claim_token = :token, lease_expires_at = now() + make_interval(secs => :leaseSeconds), attempts = d.attempts + 1,
+    last_error = case when d.lease_expires_at is not null
+      then 'Attempt ' || d.attempts || ' was interrupted: the worker stopped before recording its outcome.'
+      else d.last_error end
+  from webhook_subscriptions s, events e
+  where d.id = any(array(select webhook_due_deliveries(:maxAttempts, :batch))) and s.id = d.subscription_id and e.id = d.event_id
+  returning d.id, d.attempts as attempt, s.url, s.signing_secret,
+    case when s.previous_secret_expires_at > now() then s.previous_secret end as previous_secret,
+    d.event_id, d.event_type,
+    '{"id":' || to_json(e.id)::text || ',"type":' || to_json(e.type)::text || ',"created":' || floor(extract(epoch from e.created_at))::bigint
+      || ',"organization_id":' || e.workspace_id || ',"data":' || e.data::text || '}' as body`);
+
+/** A group of outcomes (JSON), each written only if its row is still under the claim that sent it. */
+const recordOutcomes = preparedQuery('quoting_record_delivery_outcomes', `
+  update webhook_deliveries d set status = o.status, last_status_code = o.code, last_error = o.error, response_body = o.body,
+    last_attempt_at = to_timestamp(o.at / 1000), next_attempt_at = case when o.status = 'failed' then to_timestamp(o.at / 1000) + make_interval(secs => o.delay) else d.next_attempt_at end,
+    delivered_at = case when o.status = 'succeeded' then to_timestamp(o.at / 1000) else d.delivered_at end,
+    claim_token = null, lease_expires_at = null, updated_at = now()
+  from json_to_recordset(:outcomes::json) as o(id int, token text, status text, code int, error text, body text, at float8, delay int)
+  where d.id = o.id and d.claim_token = o.token`);
+
 export class DeliveryWorker {
   private readonly check: (address: string) => void;
   private readonly agents: ReturnType<typeof outboundAgents>;
@@ -292,15 +322,7 @@ export class DeliveryWorker {
   private async record(outcomes: Outcome[]): Promise<void> {
     for (let tries = 1; ; tries++) {
       try {
-        await this.db.raw(
-          `update webhook_deliveries d set status = o.status, last_status_code = o.code, last_error = o.error, response_body = o.body,
-             last_attempt_at = o.at, next_attempt_at = case when o.status = 'failed' then o.at + make_interval(secs => o.delay) else d.next_attempt_at end,
-             delivered_at = case when o.status = 'succeeded' then o.at else d.delivered_at end,
-             claim_token = null, lease_expires_at = null, updated_at = now()
-           from json_to_recordset(?::json) as o(id int, token text, status text, code int, error text, body text, at timestamptz, delay int)
-           where d.id = o.id and d.claim_token = o.token`,
-          [JSON.stringify(outcomes)],
-        );
+        await recordOutcomes(this.db, { outcomes: JSON.stringify(outcomes) });
         break;
       } catch (err) {
         log.error('delivery outcomes not recorded', { delivery_ids: outcomes.map((o) => o.id), try: tries, ...errorFields(err) });
@@ -384,22 +406,8 @@ export class DeliveryWorker {
     // about `batch` rows plus those still held (leased) by workers, with or without statistics; the claimed
     // rows are then found by primary key (`= any(array(...))`): joined to the walk, the planner hashed it
     // against a scan of every delivery ever made, a cost that grew with the history.
-    const { rows } = await this.db.raw(
-      `update webhook_deliveries d set
-         claim_token = ?, lease_expires_at = now() + make_interval(secs => ?), attempts = d.attempts + 1,
-         last_error = case when d.lease_expires_at is not null
-           then 'Attempt ' || d.attempts || ' was interrupted: the worker stopped before recording its outcome.'
-           else d.last_error end
-       from webhook_subscriptions s, events e
-       where d.id = any(array(select webhook_due_deliveries(?, ?))) and s.id = d.subscription_id and e.id = d.event_id
-       returning d.id, d.attempts as attempt, s.url, s.signing_secret,
-         case when s.previous_secret_expires_at > now() then s.previous_secret end as previous_secret,
-         d.event_id, d.event_type,
-         '{"id":' || to_json(e.id)::text || ',"type":' || to_json(e.type)::text || ',"created":' || floor(extract(epoch from e.created_at))::bigint
-           || ',"organization_id":' || e.workspace_id || ',"data":' || e.data::text || '}' as body`,
-      [lease.token, leaseSeconds, maxAttempts, batch],
-    );
-    const claimed: Claimed[] = rows.map((r: Record<string, unknown>) => ({
+    const rows = await claimDue(this.db, { token: lease.token, leaseSeconds, maxAttempts, batch });
+    const claimed: Claimed[] = rows.map((r) => ({
       id: r.id as number,
       lease,
       attempt: r.attempt as number,
@@ -433,7 +441,7 @@ export class DeliveryWorker {
     const status = ok ? 'succeeded' : delivery.attempt >= this.settings.maxAttempts ? 'dead' : 'failed';
     const delay = RETRY_DELAYS_SECONDS[Math.min(delivery.attempt, RETRY_DELAYS_SECONDS.length) - 1];
     const error = ok ? null : (result.error ?? `HTTP ${result.status}`);
-    return { id: delivery.id, token: delivery.lease.token, status, code: result.status, error, body: result.body, at: new Date().toISOString(), delay };
+    return { id: delivery.id, token: delivery.lease.token, status, code: result.status, error, body: result.body, at: Date.now(), delay };
   }
 
   close(): void {
