@@ -86,6 +86,25 @@ test('unknown /api/v1 paths answer a JSON 404, and the API never redirects', asy
   t.is(slash.headers.get('location'), null);
 });
 
+test('API paths match case-insensitively, with or without a trailing slash; HEAD answers as GET without a body; ids are percent-decoded', async (t) => {
+  const owner = await signUpOwner(app);
+  const customer = await owner.client.post('/api/v1/customers', { email: uniqueEmail('route'), name: 'Route Test' });
+  t.is(customer.status, 201, customer.text);
+  const id = customer.body.data.customer.id;
+  for (const path of [`/api/v1/customers/${id}`, `/api/v1/customers/${id}/`, `/API/V1/Customers/${id}`, `/api/v1/customers/%3${String(id)[0]}${String(id).slice(1)}`]) {
+    const res = await owner.client.get(path);
+    t.is(res.status, 200, `${path}: ${res.text}`);
+    t.is(res.body.data.customer.id, id, path);
+  }
+  const head = await owner.client.request('HEAD', '/api/v1/auth/me');
+  t.is(head.status, 200);
+  t.regex(head.headers.get('content-type')!, /^application\/json/);
+  t.is(head.text, '');
+  // A path with more segments than any endpoint, and a method the path does not take, are the JSON 404.
+  t.is((await owner.client.get(`/api/v1/customers/${id}/nope`)).status, 404);
+  t.is((await owner.client.request('PUT', '/api/v1/customers')).status, 404);
+});
+
 test('bad ids are 400; unknown ids 404', async (t) => {
   const headers = { 'x-admin-key': 'admin-secret' };
   const bad = await app.client().patch('/api/v1/admin/workspaces/abc', { status: 'active' }, { headers });
