@@ -132,14 +132,18 @@ const claimDue = preparedQuery<Record<string, unknown>>('quoting_claim_deliverie
     '{"id":' || to_json(e.id)::text || ',"type":' || to_json(e.type)::text || ',"created":' || floor(extract(epoch from e.created_at))::bigint
       || ',"organization_id":' || e.workspace_id || ',"data":' || e.data::text || '}' as body`);
 
-/** A group of outcomes (JSON), each written only if its row is still under the claim that sent it. */
+/**
+ * A group of outcomes (JSON), each written only if its row is still under the claim that sent it. The rows are
+ * named by id as well (`any(:ids)`), so they are found through the primary key: joined to the JSON alone, the
+ * planner hashed it against a scan of every delivery ever made (as it did for lease renewals and give-backs).
+ */
 const recordOutcomes = preparedQuery('quoting_record_delivery_outcomes', `
   update webhook_deliveries d set status = o.status, last_status_code = o.code, last_error = o.error, response_body = o.body,
     last_attempt_at = to_timestamp(o.at / 1000), next_attempt_at = case when o.status = 'failed' then to_timestamp(o.at / 1000) + make_interval(secs => o.delay) else d.next_attempt_at end,
     delivered_at = case when o.status = 'succeeded' then to_timestamp(o.at / 1000) else d.delivered_at end,
     claim_token = null, lease_expires_at = null, updated_at = now()
   from json_to_recordset(:outcomes::json) as o(id int, token text, status text, code int, error text, body text, at float8, delay int)
-  where d.id = o.id and d.claim_token = o.token`);
+  where d.id = any(:ids::int[]) and d.id = o.id and d.claim_token = o.token`);
 
 export class DeliveryWorker {
   private readonly check: (address: string) => void;
@@ -322,7 +326,7 @@ export class DeliveryWorker {
   private async record(outcomes: Outcome[]): Promise<void> {
     for (let tries = 1; ; tries++) {
       try {
-        await recordOutcomes(this.db, { outcomes: JSON.stringify(outcomes) });
+        await recordOutcomes(this.db, { outcomes: JSON.stringify(outcomes), ids: outcomes.map((o) => o.id) });
         break;
       } catch (err) {
         log.error('delivery outcomes not recorded', { delivery_ids: outcomes.map((o) => o.id), try: tries, ...errorFields(err) });
@@ -361,9 +365,9 @@ export class DeliveryWorker {
       const { rows: renewed } = await this.db.raw(
         `update webhook_deliveries d set lease_expires_at = now() + make_interval(secs => ?)
          from json_to_recordset(?::json) as h(id int, token text)
-         where d.id = h.id and d.claim_token = h.token
+         where d.id = any(?::int[]) and d.id = h.id and d.claim_token = h.token
          returning d.id`,
-        [this.settings.leaseSeconds, JSON.stringify(rows.map((r) => ({ id: r.id, token: r.lease.token })))],
+        [this.settings.leaseSeconds, JSON.stringify(rows.map((r) => ({ id: r.id, token: r.lease.token }))), rows.map((r) => r.id)],
       );
       const kept = new Set<number>(renewed.map((r: { id: number }) => r.id));
       // A row missing from the answer was recorded meanwhile, or (its lease having lapsed) claimed by another worker.
@@ -388,8 +392,8 @@ export class DeliveryWorker {
       await this.db.raw(
         `update webhook_deliveries d set claim_token = null, lease_expires_at = null, attempts = d.attempts - 1
          from json_to_recordset(?::json) as h(id int, token text)
-         where d.id = h.id and d.claim_token = h.token`,
-        [JSON.stringify(ours.map((r) => ({ id: r.id, token: r.lease.token })))],
+         where d.id = any(?::int[]) and d.id = h.id and d.claim_token = h.token`,
+        [JSON.stringify(ours.map((r) => ({ id: r.id, token: r.lease.token }))), ours.map((r) => r.id)],
       );
     } catch (err) {
       log.error('unsent deliveries not given back; they are sent again once their lease lapses', errorFields(err));
