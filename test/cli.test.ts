@@ -418,6 +418,44 @@ postgresTest('a stop signal sent the moment serve says it is listening shuts it 
   t.deepEqual(outcomes, Array.from({ length: 20 }, () => ({ code: 0, signal: null })));
 });
 
+postgresTest('a stop waits for the requests being handled, even those whose client has left, before closing the database', async (t) => {
+  // One pooled connection: one creation holds it, blocked on the quote-number row this test locks; a second waits
+  // for the connection. Both clients go away, then serve is stopped, then the lock is released. Before, the pool
+  // closed under the waiting request (a 500 in the log, its quote never written).
+  const url = await scratchPostgres(t, { migrated: true });
+  const server = await startServe(t, ['--port', String(await freePort())], { env: { DATABASE_URL: url, DATABASE_POOL_MAX: '1', LOG_LEVEL: 'warn' } });
+  const client = new Client(server.url);
+  t.is((await client.post('/api/v1/auth/signup', { email: 'stop@b.co', password: 'a long enough password', name: 'Stop', workspace_name: 'Stop Co' })).status, 201);
+  const quote = { customer: { email: 'c@b.co' }, lines: [{ description: 'Work', quantity: 1, price: '10.00' }] };
+  t.is((await client.post('/api/v1/quotes', quote)).status, 201);
+  const { default: pg } = await import('pg');
+  const locker = new pg.Client({ connectionString: url });
+  await locker.connect();
+  t.teardown(() => locker.end());
+  await locker.query('begin');
+  await locker.query('select * from quote_numbers for update');
+  const aborts = [new AbortController(), new AbortController()];
+  const cookie = [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  const sent = aborts.map((abort) =>
+    fetch(`${server.url}/api/v1/quotes`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(quote), signal: abort.signal }).catch(() => 'aborted'),
+  );
+  // Until the first creation waits on the lock (the second then waits for the pool's one connection).
+  for (let waiting = 0; !waiting; await new Promise((resolve) => setTimeout(resolve, 50))) {
+    ({ rows: [{ waiting }] } = await locker.query(`select count(*)::int as waiting from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  for (const abort of aborts) abort.abort();
+  t.deepEqual(await Promise.all(sent), ['aborted', 'aborted']);
+  const stopped = server.stop('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await locker.query('commit');
+  t.deepEqual(await stopped, { code: 0, signal: null });
+  const { stdout, stderr } = server.output();
+  t.notRegex(stdout + stderr, /unhandled error|aborted/);
+  const { rows } = await locker.query('select quote_number from quotes order by id');
+  t.deepEqual(rows.map((r: { quote_number: string }) => r.quote_number.slice(-6)), ['000001', '000002', '000003']);
+});
+
 test('workspace create with a short password exits 1 naming the password rule, and writes nothing', async (t) => {
   const dataDir = newDataDir(t);
   const res = await runCli(['workspace', 'create', '--name', 'Acme', '--owner-email', 'a@b.co', '--password', 'short'], { env: { DATA_DIR: dataDir } });

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { serveCommands } from '../db/control-socket.js';
 import { openDatabase } from '../db/database.js';
 import { createApp } from '../http/app.js';
+import { InFlight } from '../http/in-flight.js';
 import { createMailer } from '../mail/mailer.js';
 import { log } from '../log.js';
 import { listenForAuthChanges, SessionCache } from '../auth/session-cache.js';
@@ -27,7 +28,8 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
   }
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   const sessionCache = new SessionCache(config.SESSION_CACHE_SECONDS * 1000);
-  const app = createApp({ db: database.knex, config, mailer, sessionCache });
+  const inFlight = new InFlight();
+  const app = createApp({ db: database.knex, config, mailer, sessionCache }, { inFlight });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.PORT, config.HOST, () => resolve(s)).once('error', reject);
   }).catch(async (err: NodeJS.ErrnoException) => {
@@ -62,10 +64,12 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
     if (stopping) return;
     stopping = true;
     log.info('stopping', { signal });
-    // Let requests and commands in flight finish (up to 10 s) before the database goes away under them.
+    // Let requests and commands in flight finish (up to 10 s) before the database goes away under them: the
+    // connections to close, and every request being handled, including those whose client has already left.
     const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
-    await Promise.all([Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]), stopCommands(10_000)]);
+    const settled = Promise.all([closed, inFlight.drained()]);
+    await Promise.all([Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]), stopCommands(10_000)]);
     mailer?.close();
     await stopDeliveries();
     stopPurging.abort();

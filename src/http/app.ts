@@ -7,6 +7,7 @@ import { errorFields, log, logs } from '../log.js';
 import { Api } from './api.js';
 import { authenticator } from './auth.js';
 import { bodyParser } from './body.js';
+import type { InFlight } from './in-flight.js';
 import type { AppDeps } from './deps.js';
 import { buildOpenApi } from './openapi.js';
 import { authRoutes } from '../auth/routes.js';
@@ -24,8 +25,8 @@ import { pageRouter } from '../pages/routes.js';
 import { trackingRoutes } from '../tracking/routes.js';
 import { tagRouter } from '../tracking/tag.js';
 
-/** The HTTP app: the versioned JSON API under /api/v1 plus /healthz. */
-export function createApp(deps: AppDeps): Koa {
+/** The HTTP app: the versioned JSON API under /api/v1 plus /healthz; `inFlight` counts the requests being handled (serve's stop waits for them). */
+export function createApp(deps: AppDeps, { inFlight }: { inFlight?: InFlight } = {}): Koa {
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   const api = buildApi(deps);
 
@@ -36,6 +37,7 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = openapi;
   });
 
+  if (inFlight) app.use(inFlight.middleware);
   app.use(requestContext);
   app.use(compression);
   app.use(bodyParser);
