@@ -67,7 +67,7 @@ interface Outcome {
   code: number | null;
   error: string | null;
   body: string | null;
-  /** When the attempt ended, in milliseconds since the epoch (Date.now(): a twentieth of the cost of an ISO text). */
+  /** When the attempt ended, in milliseconds since the epoch (Date.now(), ~0.2 µs; an ISO text cost ~4 µs a delivery). */
   at: number;
   delay: number;
 }
@@ -92,27 +92,6 @@ class Bell {
 
 const emptySummary = (): RunSummary => ({ claimed: 0, succeeded: 0, failed: 0, dead: 0 });
 
-/**
- * Delivers the queue. A claim takes up to `batch` due rows with FOR UPDATE SKIP LOCKED and marks them with
- * a claim token and a lease, so overlapping workers never take the same row; the attempt is counted at claim
- * time, so an attempt interrupted by a crash counts once the lease has expired and another worker reclaims
- * the row. While the worker holds rows (queued, in flight, or with their outcome not yet written) it renews
- * their lease every third of it, so a live worker never loses them however slow its receivers. Outcomes are
- * written as they come in, in small groups (one UPDATE each), and only under the claim token; so after a
- * crash only the attempts in flight (and those whose group was not yet written) are made again.
- *
- * Durability: the worker's connections commit with `synchronous_commit = off` (src/cli/webhooks.ts), so a claim,
- * a lease renewal or an outcome group does not wait for its WAL flush (several milliseconds on a busy disk, on
- * the path of every delivery). This can only cause a resend, never a loss. A worker killed, or PostgreSQL
- * stopped cleanly, loses nothing: the commits are already visible, and flushed within ~3 × wal_writer_delay. A
- * crash of PostgreSQL itself (or its machine) may undo the last fraction of a second of the worker's commits,
- * always a prefix-consistent tail (WAL is replayed in order): an undone claim leaves the row due and unclaimed,
- * so it is sent again with its attempt uncounted; an undone outcome leaves the row claimed, so it is sent
- * again once its lease lapses; an undone give-back or renewal likewise ends in a resend. No undone write of the
- * worker can mark a row delivered or dead that was not, and the rows themselves (written by the emitting
- * transaction, which commits synchronously) are never lost. Resends are what webhook receivers must already
- * accept (at-least-once, `Service-Event-Id` to deduplicate).
- */
 /**
  * A claim: `batch` due rows (webhook_due_deliveries walks the queue's index in order and locks them SKIP LOCKED)
  * marked with the claim's token and lease, their attempt counted, returned with what sending them needs. The body
@@ -145,6 +124,27 @@ const recordOutcomes = preparedQuery('quoting_record_delivery_outcomes', `
   from json_to_recordset(:outcomes::json) as o(id int, token text, status text, code int, error text, body text, at float8, delay int)
   where d.id = any(:ids::int[]) and d.id = o.id and d.claim_token = o.token`);
 
+/**
+ * Delivers the queue. A claim takes up to `batch` due rows with FOR UPDATE SKIP LOCKED and marks them with
+ * a claim token and a lease, so overlapping workers never take the same row; the attempt is counted at claim
+ * time, so an attempt interrupted by a crash counts once the lease has expired and another worker reclaims
+ * the row. While the worker holds rows (queued, in flight, or with their outcome not yet written) it renews
+ * their lease every third of it, so a live worker never loses them however slow its receivers. Outcomes are
+ * written as they come in, in small groups (one UPDATE each), and only under the claim token; so after a
+ * crash only the attempts in flight (and those whose group was not yet written) are made again.
+ *
+ * Durability: the worker's connections commit with `synchronous_commit = off` (src/cli/webhooks.ts), so a claim,
+ * a lease renewal or an outcome group does not wait for its WAL flush (several milliseconds on a busy disk, on
+ * the path of every delivery). This can only cause a resend, never a loss. A worker killed, or PostgreSQL
+ * stopped cleanly, loses nothing: the commits are already visible, and flushed within ~3 × wal_writer_delay. A
+ * crash of PostgreSQL itself (or its machine) may undo the last fraction of a second of the worker's commits,
+ * always a prefix-consistent tail (WAL is replayed in order): an undone claim leaves the row due and unclaimed,
+ * so it is sent again with its attempt uncounted; an undone outcome leaves the row claimed, so it is sent
+ * again once its lease lapses; an undone give-back or renewal likewise ends in a resend. No undone write of the
+ * worker can mark a row delivered or dead that was not, and the rows themselves (written by the emitting
+ * transaction, which commits synchronously) are never lost. Resends are what webhook receivers must already
+ * accept (at-least-once, `Service-Event-Id` to deduplicate).
+ */
 export class DeliveryWorker {
   private readonly check: (address: string) => void;
   private readonly agents: ReturnType<typeof outboundAgents>;
