@@ -167,15 +167,15 @@ export interface ChildServer {
 }
 
 /**
- * Starts a server as a child process and waits for it to print its address
- * (`http://host:port` on stdout). Stopped with SIGTERM at cleanup.
- */
-/**
  * BENCH_NODE_ARGS: options for the Node of every child a benchmark starts (servers, workers, receivers, baselines),
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them; not the benchmark's own.
  */
 const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 
+/**
+ * Starts a server as a child process and waits for it to print its address
+ * (`http://host:port` on stdout). Stopped with SIGTERM at cleanup.
+ */
 export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: string, timeoutMs = 30_000): Promise<ChildServer> {
   const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const stop = async () => {
