@@ -6,11 +6,14 @@ import { usingPostgres } from './helpers/database.js';
 import { isDatabaseUnavailable } from '../src/errors.js';
 
 // Terminating backends is confined to this file's own database, so other test files never notice.
-const terminate = (db: TestApp['db']) =>
-  db.raw(
-    `select count(pg_terminate_backend(pid))::int as killed from pg_stat_activity
-      where application_name = 'quoting' and datname = current_database() and pid <> pg_backend_pid()`,
-  );
+const terminate = async (db: TestApp['db']): Promise<number[]> =>
+  (
+    await db.raw(
+      // In the select list (a FILTER), so it runs only for the rows the WHERE keeps, never for this connection.
+      `select coalesce(array_agg(pid) filter (where pg_terminate_backend(pid)), '{}') as pids from pg_stat_activity
+        where application_name = 'quoting' and datname = current_database() and pid <> pg_backend_pid()`,
+    )
+  ).rows[0].pids;
 
 let app: TestApp | undefined;
 test.before(async () => {
@@ -32,10 +35,13 @@ test.serial('a connection lost in the middle of a transaction is 503, never 500:
   // Between two terminations a few requests complete, so the app both loses connections mid-work and recovers.
   let running = true;
   let killed = 0;
+  const terminated: number[] = [];
   let completed = 0;
   const killing = (async () => {
     while (running) {
-      killed += (await terminate(killer)).rows[0].killed;
+      const pids = await terminate(killer);
+      killed += pids.length;
+      terminated.push(...pids);
       const target = completed + 3;
       while (running && completed < target) await new Promise((resolve) => setTimeout(resolve, 2));
     }
@@ -67,7 +73,13 @@ test.serial('a connection lost in the middle of a transaction is 503, never 500:
   t.true((statuses.get(503) ?? 0) > 0, 'some requests met a terminated backend');
   t.deepEqual(failures, []);
 
-  // Once the database is reachable again, the app serves as before.
+  // Once the database is reachable again, the app serves as before. pg_terminate_backend only signals: the last
+  // round's backends may still be ending (and the app's pool may still hold their connections) for a moment, so
+  // "again" is once every terminated backend is gone.
+  while ((await killer.raw('select count(*)::int as n from pg_stat_activity where pid = any(?)', [terminated])).rows[0].n > 0) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20)); // the app's pool hears each connection close
   const after = await owner.client.post('/api/v1/customers', { email: uniqueEmail('after'), name: 'Back Again' });
   t.is(after.status, 201, after.text);
 });
