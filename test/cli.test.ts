@@ -435,10 +435,7 @@ postgresTest('a stop waits for the requests being handled, even those whose clie
   await locker.query('begin');
   await locker.query('select * from quote_numbers for update');
   const aborts = [new AbortController(), new AbortController()];
-  const cookie = [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  const sent = aborts.map((abort) =>
-    fetch(`${server.url}/api/v1/quotes`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(quote), signal: abort.signal }).catch(() => 'aborted'),
-  );
+  const sent = aborts.map((abort) => client.post('/api/v1/quotes', quote, { signal: abort.signal }).catch(() => 'aborted'));
   // Until the first creation waits on the lock (the second then waits for the pool's one connection).
   for (let waiting = 0; !waiting; await new Promise((resolve) => setTimeout(resolve, 50))) {
     ({ rows: [{ waiting }] } = await locker.query(`select count(*)::int as waiting from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`));

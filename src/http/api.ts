@@ -165,7 +165,6 @@ export class Api {
         if (!found) continue;
         const params: Record<string, string> = {};
         endpoint.names.forEach((name, k) => (params[name] = decodeParam(found[k + 1])));
-        ctx.params = params;
         return endpoint.answer(ctx, params) as Promise<void>;
       }
       return next();

@@ -93,9 +93,12 @@ class Bell {
 const emptySummary = (): RunSummary => ({ claimed: 0, succeeded: 0, failed: 0, dead: 0 });
 
 /**
- * A claim: `batch` due rows (webhook_due_deliveries walks the queue's index in order and locks them SKIP LOCKED)
- * marked with the claim's token and lease, their attempt counted, returned with what sending them needs. The body
- * is the event's, rendered by PostgreSQL as the API renders events.
+ * A claim: `batch` due rows marked with the claim's token and lease, their attempt counted, returned with what
+ * sending them needs (the body is the event's, rendered by PostgreSQL as the API renders events).
+ * webhook_due_deliveries (migration 20261123210000) walks the queue's index in order, locking the rows SKIP LOCKED,
+ * so a claim reads about `batch` rows plus those still held by workers, with or without statistics; the claimed
+ * rows are then found by primary key (`= any(array(...))`): joined to the walk, the planner hashed it against a
+ * scan of every delivery ever made, a cost that grew with the history.
  */
 const claimDue = preparedQuery<Record<string, unknown>>('quoting_claim_deliveries', `
   update webhook_deliveries d set
@@ -123,6 +126,13 @@ const recordOutcomes = preparedQuery('quoting_record_delivery_outcomes', `
     claim_token = null, lease_expires_at = null, updated_at = now()
   from json_to_recordset(:outcomes::json) as o(id int, token text, status text, code int, error text, body text, at float8, delay int)
   where d.id = any(:ids::int[]) and d.id = o.id and d.claim_token = o.token`);
+
+/**
+ * The held rows of a renewal or a give-back, each only while still under the claim that took it (bindings:
+ * `underClaim(rows)`); named by id as well, so they are found through the primary key (see recordOutcomes).
+ */
+const UNDER_CLAIM = `from json_to_recordset(?::json) as h(id int, token text) where d.id = any(?::int[]) and d.id = h.id and d.claim_token = h.token`;
+const underClaim = (rows: Claimed[]) => [JSON.stringify(rows.map((r) => ({ id: r.id, token: r.lease.token }))), rows.map((r) => r.id)];
 
 /**
  * Delivers the queue. A claim takes up to `batch` due rows with FOR UPDATE SKIP LOCKED and marks them with
@@ -363,11 +373,8 @@ export class DeliveryWorker {
     const rows = [...this.held.values()];
     try {
       const { rows: renewed } = await this.db.raw(
-        `update webhook_deliveries d set lease_expires_at = now() + make_interval(secs => ?)
-         from json_to_recordset(?::json) as h(id int, token text)
-         where d.id = any(?::int[]) and d.id = h.id and d.claim_token = h.token
-         returning d.id`,
-        [this.settings.leaseSeconds, JSON.stringify(rows.map((r) => ({ id: r.id, token: r.lease.token }))), rows.map((r) => r.id)],
+        `update webhook_deliveries d set lease_expires_at = now() + make_interval(secs => ?) ${UNDER_CLAIM} returning d.id`,
+        [this.settings.leaseSeconds, ...underClaim(rows)],
       );
       const kept = new Set<number>(renewed.map((r: { id: number }) => r.id));
       // A row missing from the answer was recorded meanwhile, or (its lease having lapsed) claimed by another worker.
@@ -390,10 +397,8 @@ export class DeliveryWorker {
     if (!ours.length) return;
     try {
       await this.db.raw(
-        `update webhook_deliveries d set claim_token = null, lease_expires_at = null, attempts = d.attempts - 1
-         from json_to_recordset(?::json) as h(id int, token text)
-         where d.id = any(?::int[]) and d.id = h.id and d.claim_token = h.token`,
-        [JSON.stringify(ours.map((r) => ({ id: r.id, token: r.lease.token }))), ours.map((r) => r.id)],
+        `update webhook_deliveries d set claim_token = null, lease_expires_at = null, attempts = d.attempts - 1 ${UNDER_CLAIM}`,
+        underClaim(ours),
       );
     } catch (err) {
       log.error('unsent deliveries not given back; they are sent again once their lease lapses', errorFields(err));
@@ -404,12 +409,8 @@ export class DeliveryWorker {
   private async claim(): Promise<Claimed[]> {
     const lease: Lease = { token: randomUUID(), validUntil: performance.now() + this.leaseMs };
     const { maxAttempts, batch, leaseSeconds } = this.settings;
-    // Rows of paused or deleted subscriptions are skipped here (housekeeping marks them dead); so are rows
-    // whose last allowed attempt was interrupted. webhook_due_deliveries (migration 20261123210000) walks the
-    // due rows in the order of the queue's index, locking `batch` of them with SKIP LOCKED, so a claim reads
-    // about `batch` rows plus those still held (leased) by workers, with or without statistics; the claimed
-    // rows are then found by primary key (`= any(array(...))`): joined to the walk, the planner hashed it
-    // against a scan of every delivery ever made, a cost that grew with the history.
+    // Rows of paused or deleted subscriptions are skipped (housekeeping marks them dead); so are rows whose last
+    // allowed attempt was interrupted. See claimDue for how the rows are found.
     const rows = await claimDue(this.db, { token: lease.token, leaseSeconds, maxAttempts, batch });
     const claimed: Claimed[] = rows.map((r) => ({
       id: r.id as number,

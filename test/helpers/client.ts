@@ -12,6 +12,8 @@ export interface RequestOptions {
   raw?: string;
   contentType?: string;
   headers?: Record<string, string>;
+  /** Aborts the request (the client going away mid-request); the call then rejects. */
+  signal?: AbortSignal;
 }
 
 export class Client {
@@ -33,7 +35,7 @@ export class Client {
       headers['content-type'] ??= options.contentType ?? 'application/json';
     }
     if (this.cookies.size && !headers.cookie) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await fetch(this.baseUrl + path, { method, headers, body, redirect: "manual" }).catch((e) => { throw new Error(`fetch ${method} ${path}: ${e.cause?.code} ${e.cause?.message}`); });
+    const res = await fetch(this.baseUrl + path, { method, headers, body, redirect: "manual", signal: options.signal }).catch((e) => { throw new Error(`fetch ${method} ${path}: ${e.cause?.code} ${e.cause?.message}`); });
     for (const cookie of res.headers.getSetCookie()) {
       const [pair] = cookie.split(';');
       const [name, ...value] = pair.split('=');
