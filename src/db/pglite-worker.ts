@@ -5,7 +5,8 @@
  * (knex-pglite's pool of one) keeps each transaction's statements together.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite, type QueryOptions } from '@electric-sql/pglite';
+import { PGlite, type QueryOptions, type Results } from '@electric-sql/pglite';
+import { serialize } from 'pg-protocol';
 import type { ThreadRequest, ThreadReply, ThreadOptions, WireError } from './pglite-thread.js';
 
 const port = parentPort!;
@@ -22,9 +23,73 @@ function wireError(err: unknown): WireError {
   return { ...fields, name: err.name, message: err.message };
 }
 
+/** A statement parsed under a name: its text, its parameters' types and its columns. */
+interface Named {
+  sql: string;
+  types: number[];
+  fields: { name: string; dataTypeID: number }[];
+}
+const named = new Map<string, Named>();
+
+/** The messages of one call, as one buffer: PGlite takes them in one pass, where its query() makes six. */
+function messages(...parts: Buffer[]): Uint8Array {
+  return Buffer.concat(parts);
+}
+
+/** Protocol messages as PGlite's execProtocol returns them (its own copy of pg-protocol's parser). */
+type Message = { name: string } & Record<string, unknown>;
+
+/**
+ * A query under a name (preparedQuery, src/db/prepared.ts): parsed once on PGlite's one connection, then only
+ * bound and run. PGlite's query() parses and plans every statement again on every call, in WebAssembly; for the
+ * large statements of a quote's creation that was most of their time. As PostgreSQL does for a prepared
+ * statement, the first runs are planned for their values and later ones reuse a generic plan when it is as good.
+ * Values are converted as PGlite's query() converts them (its serializer for each parameter's type), and
+ * rows as it parses them, so a statement answers the same with or without a name.
+ */
+async function namedQuery(name: string, sql: string, params: unknown[] = []): Promise<Results> {
+  return pglite.runExclusive(async () => {
+    let statement = named.get(name);
+    if (statement && statement.sql !== sql) throw new Error(`the prepared statement "${name}" was given another text`);
+    if (!statement) {
+      const reply = await pglite.execProtocol(messages(serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()));
+      const found = reply.messages as Message[];
+      const parameters = found.find((m) => m.name === 'parameterDescription') as { dataTypeIDs: number[] } | undefined;
+      const columns = found.find((m) => m.name === 'rowDescription') as { fields: Named['fields'] } | undefined;
+      statement = { sql, types: parameters?.dataTypeIDs ?? [], fields: columns?.fields.map(({ name, dataTypeID }) => ({ name, dataTypeID })) ?? [] };
+      named.set(name, statement);
+    }
+    const { types, fields } = statement;
+    const values = params.map((value, i) => (value == null ? null : (pglite.serializers[types[i]]?.(value) ?? String(value))));
+    const reply = await pglite.execProtocol(messages(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()));
+    const rows: Record<string, unknown>[] = [];
+    let affectedRows = 0;
+    for (const message of reply.messages as Message[]) {
+      if (message.name === 'dataRow') {
+        const row: Record<string, unknown> = {};
+        (message.fields as (string | null)[]).forEach((text, i) => {
+          const { name: column, dataTypeID } = fields[i];
+          row[column] = text === null ? null : (pglite.parsers[dataTypeID]?.(text, dataTypeID) ?? text);
+        });
+        rows.push(row);
+      } else if (message.name === 'commandComplete') {
+        affectedRows = rowCount(message.text as string);
+      }
+    }
+    return { rows, affectedRows, fields };
+  });
+}
+
+/** The rows a command touched, from its tag (`INSERT 0 5`, `UPDATE 3`, …), as PGlite's query() reads it. */
+function rowCount(tag: string): number {
+  const words = tag.split(' ');
+  return ['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE'].includes(words[0]) ? parseInt(words[words.length - 1], 10) : 0;
+}
+
 async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
   switch (request.op) {
     case 'query':
+      if (typeof request.options?.name === 'string') return { value: await namedQuery(request.options.name, request.sql, request.params) };
       return { value: await pglite.query(request.sql, request.params, request.options as QueryOptions | undefined) };
     case 'exec':
       return { value: await pglite.exec(request.sql) };

@@ -1,41 +1,46 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
 
-/** Values of a prepared statement, by the names its text uses (`:name`, as knex's named bindings). */
-export type PreparedValues = Record<string, Knex.Value>;
+/** Values of a prepared statement: by the names its text uses (`:name`), or in the order of its `?`, as knex's bindings. */
+export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];
 
 /**
- * A hot statement of constant text, run on PostgreSQL as a named prepared statement: each connection
- * parses and plans it once, not on every call. Outside a transaction it is sent on a pooled connection
- * without knex's query building, runner and events (for `GET /auth/me` without a cached session those
- * were most of the server's CPU per request); inside one it goes through knex, named all the same. On
- * the embedded database it is an ordinary query. The one way this code prepares a statement.
+ * A hot statement of constant text, run as a named prepared statement: each connection parses it once and, after
+ * a few runs, plans it once, not on every call. On PostgreSQL, outside a transaction it is sent on a pooled
+ * connection without knex's query building, runner and events (for `GET /auth/me` without a cached session those
+ * were most of the server's CPU per request); inside one it goes through knex, named all the same. On the embedded
+ * database the name travels with the query to PGlite's thread (src/db/pglite-worker.ts), where parsing and planning
+ * run in WebAssembly: a quote's creation spent most of its statements' time there. The one way this code prepares
+ * a statement.
  *
- * `sql` names its values `:name`, as knex's named bindings; knex itself turns them into `$n` once (on
- * the first call, from the names given), so the text means exactly what it means to knex.
+ * `sql` takes its values as knex's raw bindings do: `:name` with an object, `?` with an array. knex itself turns
+ * them into `$n` once (on the first call), so the text means exactly what it means to knex.
  */
 export function preparedQuery<Row>(name: string, sql: string): (db: Db, values: PreparedValues) => Promise<Row[]> {
-  let compiled: { text: string; order: string[] } | undefined;
+  let compiled: { text: string; order: (string | number)[] } | undefined;
   return async (db, values) => {
     const client = db.client as PgClient;
-    if (client.config.client !== 'pg') return (await db.raw(sql, values)).rows;
-    if (db.isTransaction) return (await db.raw(sql, values).options({ name })).rows;
+    if (client.config.client !== 'pg' || db.isTransaction) return (await db.raw(sql, values as Knex.RawBinding).options({ name })).rows;
     compiled ??= compile(db, sql, values);
     // The pool's own acquire and release: a connection that broke is marked by knex and not handed out again.
     const connection = await client.acquireConnection();
     try {
-      return (await connection.query({ name, text: compiled.text, values: compiled.order.map((key) => values[key]) })).rows as Row[];
+      const ordered = compiled.order.map((key) => (values as Record<string | number, Knex.Value>)[key]);
+      return (await connection.query({ name, text: compiled.text, values: ordered })).rows as Row[];
     } finally {
       await client.releaseConnection(connection);
     }
   };
 }
 
-/** The statement's `$n` text and, for each `$n`, the name of its value: knex compiles it with each value standing for its own name. */
-function compile(db: Db, sql: string, values: PreparedValues): { text: string; order: string[] } {
-  const names = Object.fromEntries(Object.keys(values).map((key) => [key, key]));
-  const native = db.raw(sql, names).toSQL().toNative();
-  return { text: native.sql, order: native.bindings as string[] };
+/**
+ * The statement's `$n` text and, for each `$n`, the key of its value (a name, or a position): knex compiles it with
+ * each value standing for its own key.
+ */
+function compile(db: Db, sql: string, values: PreparedValues): { text: string; order: (string | number)[] } {
+  const keys = Array.isArray(values) ? values.map((_, i) => i) : Object.fromEntries(Object.keys(values).map((key) => [key, key]));
+  const native = db.raw(sql, keys as Knex.RawBinding).toSQL().toNative();
+  return { text: native.sql, order: native.bindings as (string | number)[] };
 }
 
 /** The parts of knex's client this uses (not in knex's public typings). */

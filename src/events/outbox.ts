@@ -63,6 +63,26 @@ export interface FoldedEvent {
 }
 
 /**
+ * The text of an event folded into a caller's statement (see emitWithin): the same for every call with the same
+ * source, so that the caller's statement can be a prepared one. `data` is a json expression over `from`.
+ */
+export function foldedEventText(source: { from: string; data: string }): Pick<FoldedEvent, 'ctes' | 'column'> {
+  return {
+    ctes: `outbox_event as (
+         insert into events (id, workspace_id, type, data) select ?, ?, ?, ${source.data} from ${source.from} returning id
+       ), outbox_deliveries as (
+         insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+         select s.workspace_id, s.id, e.id, ? from outbox_event e
+         join webhook_subscriptions s on s.workspace_id = ? and s.active and s.event_types && array['*', ?, ?]::text[]
+         returning 1
+       ), outbox_notified as (
+         select pg_notify(?, '') from (select 1 from outbox_deliveries limit 1) d
+       )`,
+    column: '(select count(*) from outbox_notified) as outbox_notified',
+  };
+}
+
+/**
  * The event written by the caller's own statement rather than by round trips of its own, for a write
  * that should hold its locks for as short a time as possible (quote creation holds the workspace's
  * number counter until commit). `statement(event)` runs the caller's statement with the event's CTEs
@@ -82,18 +102,8 @@ export async function emitWithin<T>(
   if (!access.events) return statement(null);
   const workspaceId = access.workspaceId;
   const event: FoldedEvent = {
-    ctes: `outbox_event as (
-         insert into events (id, workspace_id, type, data) select ?, ?, ?, ${source.data} from ${source.from} returning id
-       ), outbox_deliveries as (
-         insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
-         select s.workspace_id, s.id, e.id, ? from outbox_event e
-         join webhook_subscriptions s on s.workspace_id = ? and s.active and s.event_types && array['*', ?, ?]::text[]
-         returning 1
-       ), outbox_notified as (
-         select pg_notify(?, '') from (select 1 from outbox_deliveries limit 1) d
-       )`,
+    ...foldedEventText(source),
     bindings: [eventId(), workspaceId, type, ...(source.bindings ?? []), type, workspaceId, type, `${type.split('.')[0]}.*`, WEBHOOK_CHANNEL],
-    column: '(select count(*) from outbox_notified) as outbox_notified',
   };
   await trx.raw('savepoint outbox');
   let failure: unknown;

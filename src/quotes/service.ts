@@ -3,10 +3,11 @@ import type { Db } from '../db/database.js';
 import { jsonPages, type JsonPage } from '../db/pages.js';
 import { scoped, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { emit, emitWithin } from '../events/outbox.js';
+import { emit, emitWithin, foldedEventText, type FoldedEvent } from '../events/outbox.js';
 import { randomToken } from '../auth/crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { givenFields } from '../db/fields.js';
+import { preparedQuery } from '../db/prepared.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { lineTotalFits } from '../money.js';
 import { upsertCustomer } from '../customers/service.js';
@@ -212,6 +213,13 @@ interface Customer {
   email: string;
 }
 
+/** A customer given by id and the variants SKUs name, in one query (see quoteReferences). */
+const referencesById = preparedQuery<{ customer: Customer | null; variants: (Variant & { sku: string })[] | null }>('quoting_quote_references', `
+  select (select json_build_object('id', c.id, 'name', c.name, 'email', c.email) from customers c where c.workspace_id = ? and c.id = ?) as customer,
+         (select json_agg(json_build_object('sku', v.sku, 'id', v.id, 'price', v.price::text, 'description', p.name || coalesce(', ' || nullif(v.name, ''), '')))
+          from variants v join products p on p.id = v.product_id and p.workspace_id = v.workspace_id
+          where v.workspace_id = ? and v.sku in (select json_array_elements_text(?::json))) as variants`);
+
 /**
  * What a new quote names: its customer (upserted from `customer`, or the one `customer_id` names: 422
  * when there is none) and the variants its SKUs name. A customer given by id and the variants are read
@@ -222,19 +230,35 @@ async function quoteReferences(trx: Db, access: Access, input: QuoteInput, skus:
     return { customer: await resolveCustomer(trx, access, input), variants: await variantsBySku(trx, access.workspaceId, skus) };
   }
   const workspaceId = access.workspaceId;
-  const {
-    rows: [row],
-  } = await trx.raw(
-    `select (select json_build_object('id', c.id, 'name', c.name, 'email', c.email) from customers c where c.workspace_id = ? and c.id = ?) as customer,
-            (select json_agg(json_build_object('sku', v.sku, 'id', v.id, 'price', v.price::text, 'description', p.name || coalesce(', ' || nullif(v.name, ''), '')))
-             from variants v join products p on p.id = v.product_id and p.workspace_id = v.workspace_id
-             where v.workspace_id = ? and v.sku in (select json_array_elements_text(?::json))) as variants`,
-    [workspaceId, input.customer_id, workspaceId, JSON.stringify([...new Set(skus)])],
-  );
+  const [row] = await referencesById(trx, [workspaceId, input.customer_id, workspaceId, JSON.stringify([...new Set(skus)])]);
   if (!row.customer) throw new Validation('customer_id', `customer_id: no customer ${input.customer_id} in this workspace.`);
-  const variants: (Variant & { sku: string })[] = row.variants ?? [];
+  const variants = row.variants ?? [];
   return { customer: row.customer, variants: new Map(variants.map(({ sku, ...variant }) => [sku, variant])) };
 }
+
+/**
+ * A new quote with its lines and totals, under a unique placeholder number (createQuote takes the number last);
+ * no row when the discount exceeds the subtotal. Gives the quote's id, the subtotal and the lines as the API shows them.
+ */
+const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: LineJson[] | null }>('quoting_insert_quote', `
+  with input as (
+    select * from json_to_recordset(?::json) as i(ord int, variant_id int, sku text, description text, quantity numeric, price numeric)
+  ), t as (
+    select coalesce(sum(round(quantity * price, 2)), 0) as subtotal, ?::numeric as discount, ?::numeric as rate from input
+  ), quote as (
+    insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, channel_id, currency, notes, valid_until,
+                        public_token, external_id, discount_amount, tax_rate, subtotal, tax_amount, total)
+    select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, t.discount, t.rate, t.subtotal, round((t.subtotal - t.discount) * t.rate / 100, 2),
+           t.subtotal - t.discount + round((t.subtotal - t.discount) * t.rate / 100, 2)
+    from t where t.discount <= t.subtotal
+    returning id
+  ), inserted as (
+    insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
+    select ?, quote.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
+    from quote, input i order by i.ord
+    returning quote_lines.id, ${lineJson('quote_lines')} as json
+  )
+  select (select id from quote) as id, t.subtotal::text as subtotal, (select json_agg(json order by id) from inserted) as lines from t`);
 
 /**
  * Creates a draft with its lines; `quote.created` carries the quote and its lines. The number of
@@ -257,41 +281,39 @@ export async function createQuote(
   const lines = given.map((line, index) => ({ ord: index, ...priceLine(line, line.sku ? variants.get(line.sku) : undefined, `lines.${index}`) }));
   const publicToken = randomToken(24);
   const discount = input.discount_amount ?? '0';
-  const { rows } = await trx
-    .raw(
-      `with input as (
-         select * from json_to_recordset(?::json) as i(ord int, variant_id int, sku text, description text, quantity numeric, price numeric)
-       ), t as (
-         select coalesce(sum(round(quantity * price, 2)), 0) as subtotal, ?::numeric as discount, ?::numeric as rate from input
-       ), quote as (
-         insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, channel_id, currency, notes, valid_until,
-                             public_token, external_id, discount_amount, tax_rate, subtotal, tax_amount, total)
-         select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, t.discount, t.rate, t.subtotal, round((t.subtotal - t.discount) * t.rate / 100, 2),
-                t.subtotal - t.discount + round((t.subtotal - t.discount) * t.rate / 100, 2)
-         from t where t.discount <= t.subtotal
-         returning id
-       ), inserted as (
-         insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
-         select ?, quote.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
-         from quote, input i order by i.ord
-         returning quote_lines.id, ${lineJson('quote_lines')} as json
-       )
-       select (select id from quote) as id, t.subtotal::text as subtotal, (select json_agg(json order by id) from inserted) as lines from t`,
-      [
-        JSON.stringify(lines), discount, input.tax_rate ?? '0',
-        // A unique placeholder until the number is taken at the end.
-        workspaceId, `pending:${publicToken}`, customer?.id ?? null, customer?.name ?? null, customer?.email ?? null, input.channel_id ?? null,
-        input.currency ?? 'USD', input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
-        workspaceId,
-      ],
-    )
-    .catch(totalOverflow('lines'));
-  const created = rows[0];
+  const [created] = await insertQuote(trx, [
+    JSON.stringify(lines), discount, input.tax_rate ?? '0',
+    // A unique placeholder until the number is taken at the end.
+    workspaceId, `pending:${publicToken}`, customer?.id ?? null, customer?.name ?? null, customer?.email ?? null, input.channel_id ?? null,
+    input.currency ?? 'USD', input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
+    workspaceId,
+  ]).catch(totalOverflow('lines'));
   if (created.id === null) throw tooMuchDiscount(discount, created.subtotal);
   const quoteLines: LineJson[] = created.lines ?? [];
   const quote = await takeQuoteNumber(trx, access, created.id, quoteLines);
   return { quote, lines: quoteLines };
 }
+
+/** The `quote.created` event's data as `emit` would write it, JSON.stringify({quote, lines}): api_json is that compact text. */
+const QUOTE_CREATED = { from: 'q', data: `('{"quote":' || q.api_json || ',"lines":' || ?::text || '}')::json` };
+
+/** takeQuoteNumber's statement, with the event's CTEs (or, with events off or after an event's failure, without). */
+const numberingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
+  with n as (
+    insert into quote_numbers (workspace_id, year, last_number) values (?, ?, 1)
+    on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1
+    returning last_number::text as last
+  ), q as (
+    update quotes set quote_number = ? || lpad(n.last, greatest(6, length(n.last)), '0') from n
+    where quotes.id = ? and quotes.workspace_id = ?
+    returning quotes.quote_number, quotes.api_json
+  ), a as (
+    insert into quote_activities (workspace_id, quote_id, type, actor, message)
+    select ?, ?, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
+  )${event ? `, ${event.ctes}` : ''}
+  select api_json::json as quote${event ? `, ${event.column}` : ''} from q`;
+const numberQuote = preparedQuery<{ quote: QuoteJson }>('quoting_number_quote', numberingText(null));
+const numberQuoteCreated = preparedQuery<{ quote: QuoteJson }>('quoting_number_quote_created', numberingText(foldedEventText(QUOTE_CREATED)));
 
 /**
  * `Q-<year>-<6 digits>`, gap-free per workspace and year: the counter row stays locked until the
@@ -300,26 +322,10 @@ export async function createQuote(
  */
 async function takeQuoteNumber(trx: Db, access: Access, quoteId: number, lines: LineJson[]): Promise<QuoteJson> {
   const year = new Date().getUTCFullYear();
-  // The event's data as `emit` would write it, JSON.stringify({quote, lines}): api_json is that compact text.
-  const data = { from: 'q', data: `('{"quote":' || q.api_json || ',"lines":' || ?::text || '}')::json`, bindings: [JSON.stringify(lines)] };
-  return emitWithin(trx, access, 'quote.created', data, async (event) => {
-    const { rows } = await trx.raw(
-      `with n as (
-         insert into quote_numbers (workspace_id, year, last_number) values (?, ?, 1)
-         on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1
-         returning last_number::text as last
-       ), q as (
-         update quotes set quote_number = ? || lpad(n.last, greatest(6, length(n.last)), '0') from n
-         where quotes.id = ? and quotes.workspace_id = ?
-         returning quotes.quote_number, quotes.api_json
-       ), a as (
-         insert into quote_activities (workspace_id, quote_id, type, actor, message)
-         select ?, ?, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
-       )${event ? `, ${event.ctes}` : ''}
-       select api_json::json as quote${event ? `, ${event.column}` : ''} from q`,
-      [access.workspaceId, year, `Q-${year}-`, quoteId, access.workspaceId, access.workspaceId, quoteId, access.actor, ...(event?.bindings ?? [])],
-    );
-    return rows[0].quote as QuoteJson;
+  return emitWithin(trx, access, 'quote.created', { ...QUOTE_CREATED, bindings: [JSON.stringify(lines)] }, async (event) => {
+    const values = [access.workspaceId, year, `Q-${year}-`, quoteId, access.workspaceId, access.workspaceId, quoteId, access.actor, ...(event?.bindings ?? [])];
+    const [row] = await (event ? numberQuoteCreated : numberQuote)(trx, values);
+    return row.quote;
   });
 }
 
