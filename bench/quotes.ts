@@ -423,6 +423,7 @@ async function writes({ kind, app, cookie, catalogue, sql, knex }: Setup) {
   if (parts.has('create')) {
     const rows: (string | number)[][] = [];
     const medians: Record<number, number> = {};
+    const baselineMedians: Record<number, number> = {};
     for (const lines of lineCounts) {
       const { bodyText, raw, statements } = await prepare(lines);
       const url = `${app.url}/api/v1/quotes`;
@@ -431,6 +432,7 @@ async function writes({ kind, app, cookie, catalogue, sql, knex }: Setup) {
       const { baseline, app: api } = await alternate(runBaseline, runApp);
       const rate = (ls: Load[]) => ls.map((l) => l.rate);
       medians[lines] = median(rate(api));
+      baselineMedians[lines] = median(rate(baseline));
       const ratio = median(rate(api)) / median(rate(baseline));
       const perRound = api.map((l, round) => l.rate / baseline[round].rate);
       rows.push([lines, statements, spread(rate(baseline)), spread(rate(api)), `${ratio.toFixed(2)}${lines !== 20 || ratio >= TARGETS.createRatio ? '' : ' !'}`, spread(perRound, 2),
@@ -443,6 +445,12 @@ async function writes({ kind, app, cookie, catalogue, sql, knex }: Setup) {
     if (medians[1] && medians[50]) {
       const slower = medians[1] / medians[50];
       note(`1-line rate / 50-line rate (app medians): ${slower.toFixed(2)} (target <= ${TARGETS.fiftyVsOne}${slower <= TARGETS.fiftyVsOne ? '' : ', NOT MET'})`);
+      // What the lines cost the database itself: the one statement's own ratio, and each side's time per extra line.
+      const perLine = (m: Record<number, number>) => ((1 / m[50] - 1 / m[1]) * 1e6) / 49;
+      note(
+        `  the one statement's own ratio: ${(baselineMedians[1] / baselineMedians[50]).toFixed(2)}; time per extra line at ${connections} connections ` +
+          `(from the medians' 1- and 50-line rates): app ${perLine(medians).toFixed(0)} µs, one statement ${perLine(baselineMedians).toFixed(0)} µs`,
+      );
     }
   }
 
