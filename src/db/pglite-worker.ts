@@ -90,6 +90,9 @@ async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?:
   switch (request.op) {
     case 'query':
       if (typeof request.options?.name === 'string') return { value: await namedQuery(request.options.name, request.sql, request.params) };
+      // Without values (BEGIN, COMMIT, SAVEPOINT, SET LOCAL, …) the simple protocol takes one pass through PGlite, the
+      // extended one of its query() six; rows and values come out the same.
+      if (!request.params?.length && !request.options) return { value: (await pglite.exec(request.sql)).at(-1) ?? { rows: [], fields: [], affectedRows: 0 } };
       return { value: await pglite.query(request.sql, request.params, request.options as QueryOptions | undefined) };
     case 'exec':
       return { value: await pglite.exec(request.sql) };
