@@ -4,7 +4,7 @@
  * list, rounds alternate
  *   A: the limit — PostgreSQL alone returning the same JSON text for the same rows: the API's own array elements,
  *      stored as text in a table of their own, read back as one `string_agg(json, ',' order by n)` value
- *      (through `pg` in this process; for the embedded default, a PGlite in this process);
+ *      (through `pg` in this process; for the embedded default, a PGlite in this process, its reply read as bytes);
  *   B: `GET /api/v1/<list>` on `quoting serve` (a child process), the whole body received, uncompressed;
  *   and the same with `Accept-Encoding: gzip` (the compressed bytes received, not decoded).
  * Prints min/median/max of both, the ratio of the medians (target ≤ 1.5) and the server's RSS growth (target
@@ -20,6 +20,7 @@ import pg from 'pg';
 import type { Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase } from '../src/db/database.js';
+import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import { databasesOption, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir, type ChildServer } from './lib.js';
@@ -64,7 +65,8 @@ async function seed(knex: Knex, workspaceId: number, from: number, to: number, a
 /** The limit's side: stores texts, and reads them back as one value. */
 interface Limit {
   store(list: string, texts: string[]): Promise<void>;
-  read(list: string): Promise<string>;
+  /** The text as the client library hands it over: a string from `pg`, bytes from PGlite (read raw, as the app reads its pages). */
+  read(list: string): Promise<string | Buffer>;
   close(): Promise<void>;
 }
 
@@ -96,8 +98,10 @@ async function embeddedLimit(): Promise<Limit> {
       await db.query('analyze bench_limit');
     },
     async read(list) {
-      const { rows } = await db.query<{ json: string }>(`select string_agg(json, ',' order by n) as json from bench_limit where list = $1`, [list]);
-      return rows[0].json;
+      // Bytes off the wire, not decoded into a string: PGlite's query() decodes every text value in JavaScript,
+      // which is not the database's work and which the app's list pages do not pay either (src/db/pglite-wire.ts).
+      const { rows } = await queryTextAsBytes(db, `select string_agg(json, ',' order by n) as json from bench_limit where list = $1`, [list]);
+      return rows[0].json as Buffer;
     },
     close: () => db.close(),
   };
@@ -145,7 +149,7 @@ async function measure(server: ChildServer, cookie: string, limit: Limit, db: st
   // The API prints every record as JSON.stringify does: the limit's text is byte for byte the body's.
   if (envelope(elements.join(',')) !== body) throw new Error(`${list}: the body is not its elements re-serialised (not compact JSON)`);
   await limit.store(list, elements);
-  if (envelope(await limit.read(list)) !== body) throw new Error(`${list}: the limit's text differs from the body`);
+  if (envelope(String(await limit.read(list))) !== body) throw new Error(`${list}: the limit's text differs from the body`);
 
   await new Promise((resolve) => setTimeout(resolve, 300));
   const pid = server.child.pid!;

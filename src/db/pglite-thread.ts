@@ -120,8 +120,15 @@ export class PgliteThread {
     return this;
   }
 
-  query<T = Record<string, unknown>>(sql: string, params?: unknown[], options?: Record<string, unknown>): Promise<Results<T>> {
-    return this.call({ op: 'query', sql, params, options });
+  /**
+   * PGlite's query(); with the option `textAsBytes: true`, `text` columns arrive as Buffers of their UTF-8 bytes
+   * (pglite-wire.ts: for list pages, sent on as they are), and `settings: { name: value }` apply to the statement
+   * alone (SET LOCAL, in one round trip: pglite-worker.ts).
+   */
+  async query<T = Record<string, unknown>>(sql: string, params?: unknown[], options?: Record<string, unknown>): Promise<Results<T>> {
+    const result = await this.call<Results<T>>({ op: 'query', sql, params, options });
+    if (options?.textAsBytes) for (const row of result.rows as Record<string, unknown>[]) asBuffers(row);
+    return result;
   }
 
   exec(sql: string): Promise<Results[]> {
@@ -157,6 +164,11 @@ export class PgliteThread {
       await this.worker.terminate();
     }
   }
+}
+
+/** Byte values come through postMessage as plain Uint8Array views of the transferred buffer: Buffers again, no copy. */
+function asBuffers(row: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(row)) if (value instanceof Uint8Array) row[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
 
 /** PGlite started in its own thread; rejects when it cannot open (the thread is then gone). */

@@ -8,10 +8,14 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions, type Results } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import type { ThreadRequest, ThreadReply, ThreadOptions, WireError } from './pglite-thread.js';
+import { queryTextAsBytes, rowCount } from './pglite-wire.js';
 
 const port = parentPort!;
 const options = workerData as ThreadOptions;
 const listeners = new Map<number, Promise<() => Promise<void>>>();
+/** Each listener's channel as PostgreSQL names it (unquoted names fold to lower case), for NOTIFYs read off the wire. */
+const channels = new Map<number, string>();
+const postgresName = (channel: string) => (channel.startsWith('"') && channel.endsWith('"') ? channel.slice(1, -1) : channel.toLowerCase());
 
 const pglite = new PGlite({ dataDir: options.dataDir, ...(options.loadDataDir && { loadDataDir: new Blob([options.loadDataDir]) }) });
 
@@ -80,15 +84,31 @@ async function namedQuery(name: string, sql: string, params: unknown[] = []): Pr
   });
 }
 
-/** The rows a command touched, from its tag (`INSERT 0 5`, `UPDATE 3`, …), as PGlite's query() reads it. */
-function rowCount(tag: string): number {
-  const words = tag.split(' ');
-  return ['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE'].includes(words[0]) ? parseInt(words[words.length - 1], 10) : 0;
+/**
+ * A query whose text columns come back as bytes (pglite-wire.ts), transferred to the server's thread without a
+ * copy. `settings` apply to it alone (SET LOCAL; in a transaction of its own, begun and committed in the same pass,
+ * when none is open): a list page is then one round trip. PGlite's own listeners do not see this reply: a NOTIFY in
+ * it is handed to this thread's listeners here.
+ */
+async function bytesQuery(sql: string, params: unknown[] | undefined, settings: Record<string, string> = {}): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
+  const { buffer, notifications, ...result } = await pglite.runExclusive(() => {
+    const set = Object.entries(settings).map(([name, value]) => {
+      if (!/^\w+$/.test(name) || !/^\w+$/.test(value)) throw new Error(`not a setting: ${name} = ${value}`);
+      return `set local ${name} = ${value}`;
+    });
+    const own = set.length > 0 && !pglite.isInTransaction();
+    return queryTextAsBytes(pglite, sql, params, own ? { before: ['begin', ...set].join('; '), after: 'commit' } : { before: set.join('; ') });
+  });
+  for (const { channel, payload } of notifications) {
+    for (const [listenId, name] of channels) if (name === channel) port.postMessage({ type: 'notify', listenId, payload } satisfies ThreadReply);
+  }
+  return { value: result, transfer: [buffer] };
 }
 
 async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
   switch (request.op) {
     case 'query':
+      if (request.options?.textAsBytes) return bytesQuery(request.sql, request.params, request.options.settings as Record<string, string> | undefined);
       if (typeof request.options?.name === 'string') return { value: await namedQuery(request.options.name, request.sql, request.params) };
       // Without values (BEGIN, COMMIT, SAVEPOINT, SET LOCAL, …) the simple protocol takes one pass through PGlite, the
       // extended one of its query() six; rows and values come out the same.
@@ -97,6 +117,7 @@ async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?:
     case 'exec':
       return { value: await pglite.exec(request.sql) };
     case 'listen':
+      channels.set(request.listenId, postgresName(request.channel));
       listeners.set(
         request.listenId,
         pglite.listen(request.channel, (payload) => port.postMessage({ type: 'notify', listenId: request.listenId, payload } satisfies ThreadReply)),
@@ -106,6 +127,7 @@ async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?:
     case 'unlisten': {
       const unlisten = listeners.get(request.listenId);
       listeners.delete(request.listenId);
+      channels.delete(request.listenId);
       if (unlisten && !pglite.closed) await (await unlisten)();
       return { value: null };
     }
