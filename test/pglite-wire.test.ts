@@ -1,4 +1,5 @@
 import test from 'ava';
+import type { Knex } from 'knex';
 import { openPglite, type Database } from '../src/db/database.js';
 import { startPgliteThread } from '../src/db/pglite-thread.js';
 
@@ -28,6 +29,16 @@ test.serial('text columns arrive as their UTF-8 bytes; every other column as PGl
     if (row.label !== null) t.true(Buffer.isBuffer(row.label), `row ${i}: a Buffer`);
     t.deepEqual({ ...row, label: row.label === null ? null : (row.label as Buffer).toString('utf8') }, plain[i], `row ${i}`);
   });
+});
+
+test.serial('values bind as PGlite binds them: arrays, dates, bytes, booleans, JSON', async (t) => {
+  const sql = `select ?::text[] as tags, ?::int[] as ids, ?::timestamptz as at, ?::bytea as data, ?::boolean as flag, ?::json as doc, ? as label`;
+  const values = [['a', 'b "quoted" \\ slash', null, 'comma, here'], [1, 2, 3], new Date(Date.UTC(2026, 1, 3, 4, 5, 6)), Buffer.from([0, 1, 254, 255]), false, JSON.stringify({ a: [1, 'two'] }), 'ünïcödé'] as unknown as Knex.RawBinding[];
+  const hex = (row: Record<string, unknown>) => ({ ...row, data: Buffer.from(row.data as Uint8Array).toString('hex') });
+  const [plain] = (await database.knex.raw(sql, values)).rows;
+  const [raw] = (await database.knex.raw(sql, values).options(bytes)).rows;
+  t.deepEqual(hex({ ...raw, label: raw.label.toString() }), hex(plain));
+  t.deepEqual(plain.tags, ['a', 'b "quoted" \\ slash', null, 'comma, here']);
 });
 
 test.serial('an aggregate of many rows comes back whole, byte for byte', async (t) => {

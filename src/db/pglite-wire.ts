@@ -34,12 +34,15 @@ export interface BytesResult {
 }
 
 /**
- * Values as text, for a statement whose parameter types the server infers: what knex binds (numbers,
- * strings, booleans, dates; JSON for objects).
+ * Values in PostgreSQL's text format, for a statement whose parameter types the server infers: what knex binds
+ * (numbers, strings, booleans, dates, arrays, bytes; JSON for other objects).
  */
 function textValue(value: unknown): string | null {
   if (value == null) return null;
   if (value instanceof Date) return value.toISOString();
+  // A Buffer reaches PGlite's thread as a plain Uint8Array.
+  if (value instanceof Uint8Array) return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}`;
+  if (Array.isArray(value)) return `{${value.map((item) => (item == null ? 'NULL' : Array.isArray(item) ? textValue(item) : `"${textValue(item)!.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
   if (typeof value === 'object') return JSON.stringify(value);
   return String(value);
 }
