@@ -65,6 +65,34 @@ test('a record has the same bytes in its list as in its single read (customers, 
   }
 });
 
+test('a created quote is answered with the bytes of its single read (quote and lines, compact JSON); its quote.created event carries the same', async (t) => {
+  const customerId = await created('/api/v1/customers', { email: uniqueEmail('created-bytes'), name: awkwardLine }, 'customer');
+  await created('/api/v1/products', { sku: 'BYTES-2', name: awkwardLine, variants: [{ sku: 'BYTES-2-S', name: awkwardLine, price: '9.90' }] }, 'product');
+  const lines = [{ sku: 'BYTES-2-S', quantity: '1.5' }, { description: awkward, quantity: '2.125', price: '0.10' }, { sku: 'BYTES-2-S', description: null, quantity: '3' }];
+  for (const path of ['/api/v1/quotes', '/api/v1/quotes/external']) {
+    const external = path.endsWith('external');
+    const body = { customer_id: customerId, notes: awkward, tax_rate: '8.125', lines, ...(external && { external_id: 'bytes-1' }) };
+    // The external route takes the workspace's secret key, from a client without the session.
+    const send = () => (external ? app.client().post(path, body, { headers: { authorization: `Bearer ${owner.keys.secret_key}` } }) : owner.client.post(path, body));
+    const res = await send();
+    t.is(res.status, 201, res.text);
+    t.is(JSON.stringify(JSON.parse(res.text)), res.text, `${path}: compact JSON`);
+    const { quote } = res.body.data;
+    t.is(res.body.data.lines.length, 3);
+    const single = await owner.client.get(`/api/v1/quotes/${quote.id}`);
+    t.is(single.status, 200);
+    t.is(res.text, JSON.stringify({ version: 'v1', data: { quote: single.body.data.quote, lines: single.body.data.lines } }), `${path}: the single read's bytes`);
+    const event = await app.db('events').where({ workspace_id: owner.workspace.id, type: 'quote.created' }).whereRaw(`data->'quote'->>'id' = ?`, [String(quote.id)]).first(app.db.raw('data::text as text'));
+    t.is(event.text, JSON.stringify(res.body.data), `${path}: the event's data`);
+    // Asked again with the same external_id: 200 with the same bytes, read back rather than created.
+    if (external) {
+      const again = await send();
+      t.is(again.status, 200, again.text);
+      t.is(again.text, res.text, 'the repeat answers the same bytes');
+    }
+  }
+});
+
 /** A raw request (fetch would decompress): status, headers and the body's bytes as sent. */
 function raw(who: Owner, path: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {

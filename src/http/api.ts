@@ -48,12 +48,12 @@ export interface HandlerInput<B extends z.ZodType, Q extends z.ZodType> {
 export class Reply {
   constructor(
     public readonly status: number,
-    public readonly data: Record<string, unknown>,
+    public readonly data: Record<string, unknown> | JsonText,
   ) {}
 }
 
 /** Answers with a status other than the route's default, e.g. 201 for a created record. */
-export const reply = (status: number, data: Record<string, unknown>) => new Reply(status, data);
+export const reply = (status: number, data: Record<string, unknown> | JsonText) => new Reply(status, data);
 
 /** A page of a streamed list: comma-separated JSON values, as text or UTF-8 bytes (see db/pages.ts). */
 type Page = string | Buffer;

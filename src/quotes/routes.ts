@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonList, reply, type Api } from '../http/api.js';
+import { jsonList, jsonText, reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { requiredText } from '../schema/input.js';
 import { calendarDate, currency, money } from '../schema/output.js';
@@ -11,8 +11,11 @@ import {
   activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
 } from './schema.js';
 import {
-  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, removeLine, transitionQuote, updateLine, updateQuote,
+  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, removeLine, transitionQuote, updateLine, updateQuote, type QuoteText,
 } from './service.js';
+
+/** `{quote, lines}` from their JSON text, sent as it is. */
+const quoteText = ({ quote, lines }: QuoteText) => jsonText(`{"quote":${quote},"lines":${lines}}`);
 
 export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
   const tag = 'Quotes';
@@ -26,7 +29,7 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       summary: 'Create a draft quote with lines; customer_id, or customer {email, name, company} upserted by email',
       description: 'Line price defaults to the price of the variant its sku names (422 when neither). Emits quote.created.',
     },
-    async ({ body, auth }) => db.transaction((trx) => createQuote(trx, auth.access, body)),
+    async ({ body, auth }) => quoteText(await db.transaction((trx) => createQuote(trx, auth.access, body))),
   );
 
   api.route(
@@ -35,8 +38,8 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       summary: 'Create a quote from a backend (secret key); a repeat with the same external_id returns the first quote (200)',
     },
     async ({ body, auth }) => {
-      const { quote, lines, created } = await db.transaction((trx) => createExternalQuote(trx, auth.access, body));
-      return reply(created ? 201 : 200, { quote, lines });
+      const { created, ...text } = await db.transaction((trx) => createExternalQuote(trx, auth.access, body));
+      return reply(created ? 201 : 200, quoteText(text));
     },
   );
 

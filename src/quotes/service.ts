@@ -23,10 +23,13 @@ export type LineJson = Record<string, unknown> & { id: number };
  */
 export const quoteJson = (q = 'q') => `${q}.api_json::json`;
 
+/**
+ * The API shape of a quote line, as json (pg hands back an object); its text is compact, as JSON.stringify prints it
+ * (the composite type of migration 20261125010000), so a created quote's lines are sent as PostgreSQL wrote them.
+ */
 export const lineJson = (l = 'l') =>
-  `json_build_object('id', ${l}.id, 'quote_id', ${l}.quote_id, 'variant_id', ${l}.variant_id, 'sku', ${l}.sku, 'description', ${l}.description, ` +
-  `'quantity', trim_scale(${l}.quantity)::text, 'price', ${l}.price::text, 'line_total', ${l}.line_total::text, ` +
-  `'created_at', iso_time(${l}.created_at), 'updated_at', iso_time(${l}.updated_at))`;
+  `row_to_json(row(${l}.id, ${l}.quote_id, ${l}.variant_id, ${l}.sku, ${l}.description, trim_scale(${l}.quantity)::text, ${l}.price::text, ` +
+  `${l}.line_total::text, iso_time(${l}.created_at), iso_time(${l}.updated_at))::quote_lines_api)`;
 
 const activityJson = (a = 'a') =>
   `json_build_object('id', ${a}.id, 'type', ${a}.type, 'actor', ${a}.actor, 'message', ${a}.message, 'created_at', iso_time(${a}.created_at))`;
@@ -238,9 +241,10 @@ async function quoteReferences(trx: Db, access: Access, input: QuoteInput, skus:
 
 /**
  * A new quote with its lines and totals, under a unique placeholder number (createQuote takes the number last);
- * no row when the discount exceeds the subtotal. Gives the quote's id, the subtotal and the lines as the API shows them.
+ * no row when the discount exceeds the subtotal. Gives the quote's id, the subtotal and the lines as the API shows
+ * them: a JSON array, as text.
  */
-const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: LineJson[] | null }>('quoting_insert_quote', `
+const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: string }>('quoting_insert_quote', `
   with input as (
     select * from json_to_recordset(?::json) as i(ord int, variant_id int, sku text, description text, quantity numeric, price numeric)
   ), t as (
@@ -256,9 +260,17 @@ const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: 
     insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
     select ?, quote.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
     from quote, input i order by i.ord
-    returning quote_lines.id, ${lineJson('quote_lines')} as json
+    returning quote_lines.id, ${lineJson('quote_lines')}::text as json
   )
-  select (select id from quote) as id, t.subtotal::text as subtotal, (select json_agg(json order by id) from inserted) as lines from t`);
+  select (select id from quote) as id, t.subtotal::text as subtotal,
+         (select '[' || coalesce(string_agg(json, ',' order by id), '') || ']' from inserted) as lines
+  from t`);
+
+/** A quote and its lines as the API sends them: JSON text, kept as PostgreSQL rendered it. */
+export interface QuoteText {
+  quote: string;
+  lines: string;
+}
 
 /**
  * Creates a draft with its lines; `quote.created` carries the quote and its lines. The number of
@@ -267,12 +279,14 @@ const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: 
  * RETURNING gives the lines of the reply; then one statement takes the gap-free number and writes the
  * activity and the event (with its deliveries). The number comes last because its counter row stays
  * locked until commit: concurrent creations in a workspace queue behind that one statement and the commit.
+ * The quote and its lines come back as the text PostgreSQL rendered, and go on to the event and the answer
+ * as they are (a 50-line quote's lines were parsed, then serialised twice).
  */
 export async function createQuote(
   trx: Db,
   access: Access,
   input: QuoteInput & { external_id?: string | null },
-): Promise<{ quote: QuoteJson; lines: LineJson[] }> {
+): Promise<QuoteText> {
   const workspaceId = access.workspaceId;
   await assertChannelExists(trx, workspaceId, input.channel_id);
   await assertChannelAccess(trx, access, input.channel_id, 'write');
@@ -289,9 +303,8 @@ export async function createQuote(
     workspaceId,
   ]).catch(totalOverflow('lines'));
   if (created.id === null) throw tooMuchDiscount(discount, created.subtotal);
-  const quoteLines: LineJson[] = created.lines ?? [];
-  const quote = await takeQuoteNumber(trx, access, created.id, quoteLines);
-  return { quote, lines: quoteLines };
+  const quote = await takeQuoteNumber(trx, access, created.id, created.lines);
+  return { quote, lines: created.lines };
 }
 
 /** The `quote.created` event's data as `emit` would write it, JSON.stringify({quote, lines}): api_json is that compact text. */
@@ -311,18 +324,18 @@ const numberingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
     insert into quote_activities (workspace_id, quote_id, type, actor, message)
     select ?, ?, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
   )${event ? `, ${event.ctes}` : ''}
-  select api_json::json as quote${event ? `, ${event.column}` : ''} from q`;
-const numberQuote = preparedQuery<{ quote: QuoteJson }>('quoting_number_quote', numberingText(null));
-const numberQuoteCreated = preparedQuery<{ quote: QuoteJson }>('quoting_number_quote_created', numberingText(foldedEventText(QUOTE_CREATED)));
+  select api_json as quote${event ? `, ${event.column}` : ''} from q`;
+const numberQuote = preparedQuery<{ quote: string }>('quoting_number_quote', numberingText(null));
+const numberQuoteCreated = preparedQuery<{ quote: string }>('quoting_number_quote_created', numberingText(foldedEventText(QUOTE_CREATED)));
 
 /**
  * `Q-<year>-<6 digits>`, gap-free per workspace and year: the counter row stays locked until the
  * creating transaction ends. One statement numbers the quote, records the `created` activity and
- * emits `quote.created` (the quote as numbered, with `lines`); returns the quote.
+ * emits `quote.created` (the quote as numbered, with `lines`, a JSON array's text); returns the quote's JSON text.
  */
-async function takeQuoteNumber(trx: Db, access: Access, quoteId: number, lines: LineJson[]): Promise<QuoteJson> {
+async function takeQuoteNumber(trx: Db, access: Access, quoteId: number, lines: string): Promise<string> {
   const year = new Date().getUTCFullYear();
-  return emitWithin(trx, access, 'quote.created', { ...QUOTE_CREATED, bindings: [JSON.stringify(lines)] }, async (event) => {
+  return emitWithin(trx, access, 'quote.created', { ...QUOTE_CREATED, bindings: [lines] }, async (event) => {
     const values = [access.workspaceId, year, `Q-${year}-`, quoteId, access.workspaceId, access.workspaceId, quoteId, access.actor, ...(event?.bindings ?? [])];
     const [row] = await (event ? numberQuoteCreated : numberQuote)(trx, values);
     return row.quote;
@@ -334,12 +347,15 @@ export async function createExternalQuote(
   trx: Db,
   access: Access,
   input: QuoteInput & { external_id?: string | null },
-): Promise<{ quote: QuoteJson; lines: LineJson[]; created: boolean }> {
+): Promise<QuoteText & { created: boolean }> {
   if (input.external_id) {
     // Serialises concurrent creates with the same external_id in this workspace.
     await trx.raw('select pg_advisory_xact_lock(hashtext(?), ?)', [`quote-external:${input.external_id}`, access.workspaceId]);
     const existing = await scoped(trx, 'quotes', access.workspaceId).where({ external_id: input.external_id }).first('id');
-    if (existing) return { quote: await quoteById(trx, access, existing.id), lines: await linesOf(trx, access, existing.id), created: false };
+    if (existing) {
+      const [quote, lines] = [await quoteById(trx, access, existing.id), await linesOf(trx, access, existing.id)];
+      return { quote: JSON.stringify(quote), lines: JSON.stringify(lines), created: false };
+    }
   }
   return { ...(await createQuote(trx, access, input)), created: true };
 }
