@@ -86,10 +86,10 @@ const rate = (count: number, millis: number) => (count / (millis / 1000)).toFixe
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
-/** user + system CPU milliseconds of one process, or NaN where /proc is not readable. */
-function cpuMs(pid: number | undefined): number {
+/** user + system CPU milliseconds of one process (with `mainThread`, of its main thread alone), or NaN where /proc is not readable. */
+function cpuMs(pid: number | undefined, mainThread = false): number {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
   } catch {
@@ -474,6 +474,8 @@ interface EmbeddedRound {
   done: Done;
   senderCpu: number;
   receiverCpu: number;
+  /** serve's main thread alone (the rest of senderCpu is PGlite's thread, the garbage collector's and libuv's). */
+  mainThreadCpu?: number;
 }
 
 async function onEmbedded(): Promise<void> {
@@ -545,11 +547,12 @@ async function onEmbedded(): Promise<void> {
   const runServe = async (server: ChildServer, round: number, n: number): Promise<EmbeddedRound> => {
     receiver.child.send({ type: 'expect', n });
     const received = receiver.next<Done>('done', receiveTimeout);
-    const cpu = [cpuMs(server.child.pid), cpuMs(receiverPid)];
+    const cpu = [cpuMs(server.child.pid), cpuMs(receiverPid), cpuMs(server.child.pid, true)];
     await quotingCommand(dataDir, ['webhooks', 'resend', '--workspace', workspace.slug, '--status', 'dead', '--subscription', String(subscriptions[round].id)]);
     const committed = now();
     const done = await received;
-    return { spanMs: done.lastAt - done.firstAt, waitMs: done.firstAt - committed, done, senderCpu: cpuMs(server.child.pid) - cpu[0], receiverCpu: cpuMs(receiverPid) - cpu[1] };
+    const used = { senderCpu: cpuMs(server.child.pid) - cpu[0], receiverCpu: cpuMs(receiverPid) - cpu[1], mainThreadCpu: cpuMs(server.child.pid, true) - cpu[2] };
+    return { spanMs: done.lastAt - done.firstAt, waitMs: done.firstAt - committed, done, ...used };
   };
 
   if (primeN > 0) await runCeiling(0, primeN, 16, subscriptions[1].secret);
@@ -590,11 +593,13 @@ async function onEmbedded(): Promise<void> {
       `${Math.min(...values).toFixed(digits)} / ${percentile(values, 50).toFixed(digits)} / ${Math.max(...values).toFixed(digits)}`;
     const ratios = (r: (typeof results)[number]) => r.serve.map((w, k) => r.ceiling[k].spanMs / w.spanMs);
     const medianOf = (values: number[]) => percentile(values, 50);
+    const perDelivery = (cpuMs: number[]) => (1000 * medianOf(cpuMs)) / N;
     printTable(
       `embedded (PGlite): 1. throughput: ${N} due customer.created deliveries re-queued at once, one subscription, receiver answering 200 at once; ` +
         `${rounds} rounds per configuration, ceiling and quoting serve alternating (A B A B), min / median / max`,
       [
-        ['lanes x batch', 'ceiling deliveries/s', 'serve deliveries/s', 'ratio serve/ceiling', 'serve: re-queued -> first (ms)', 'dupes', 'serve CPU', 'receiver CPU'],
+        ['lanes x batch', 'ceiling deliveries/s', 'serve deliveries/s', 'ratio serve/ceiling', 'serve: re-queued -> first (ms)', 'dupes', 'serve CPU (main thread)', 'receiver CPU',
+          'CPU µs/delivery: ceiling sender; serve (main thread) + receiver', 'machine limit (2 cores) / ceiling'],
         ...results.map((r) => [
           `${r.concurrency}x${r.batch}`,
           spread(r.ceiling.map(perSecondOf)),
@@ -602,14 +607,20 @@ async function onEmbedded(): Promise<void> {
           spread(ratios(r), 2),
           spread(r.serve.map((w) => w.waitMs)),
           r.serve.reduce((sum, w) => sum + w.done.requests - w.done.distinct, 0),
-          cpuShare(medianOf(r.serve.map((w) => w.senderCpu)), medianOf(r.serve.map((w) => w.spanMs))),
+          `${cpuShare(medianOf(r.serve.map((w) => w.senderCpu)), medianOf(r.serve.map((w) => w.spanMs)))} ` +
+            `(${cpuShare(medianOf(r.serve.map((w) => w.mainThreadCpu ?? NaN)), medianOf(r.serve.map((w) => w.spanMs)))})`,
           cpuShare(medianOf(r.serve.map((w) => w.receiverCpu)), medianOf(r.serve.map((w) => w.spanMs))),
+          `${perDelivery(r.ceiling.map((c) => c.senderCpu)).toFixed(0)}; ${perDelivery(r.serve.map((w) => w.senderCpu)).toFixed(0)} ` +
+            `(${perDelivery(r.serve.map((w) => w.mainThreadCpu ?? NaN)).toFixed(0)}) + ${perDelivery(r.serve.map((w) => w.receiverCpu)).toFixed(0)}`,
+          (2e6 / (perDelivery(r.serve.map((w) => w.senderCpu)) + perDelivery(r.serve.map((w) => w.receiverCpu))) / medianOf(r.ceiling.map(perSecondOf))).toFixed(2),
         ]),
       ],
     );
     note('deliveries/s = N / (first -> Nth distinct request at the receiver), for both; "re-queued -> first" = from the end of the');
     note('`quoting webhooks resend` command (its UPDATE committed) to the first request (negative: the first arrived before the command had ended);');
-    note('serve CPU = the server process (its PGlite thread included) as a share of one core over the receiving span.');
+    note('serve CPU = the server process (its PGlite thread included; its main thread alone in brackets) as a share of one core over the receiving span;');
+    note('CPU µs/delivery = medians over the rounds (serve\'s from the re-queue command on, so it includes that command\'s work); machine limit =');
+    note('serve\'s rate were both cores kept busy by serve (its PGlite thread included) and the receiver at those costs, as a share of the ceiling\'s rate.');
     note(`/proc/loadavg before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));
