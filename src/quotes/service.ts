@@ -353,8 +353,8 @@ export async function createExternalQuote(
     await trx.raw('select pg_advisory_xact_lock(hashtext(?), ?)', [`quote-external:${input.external_id}`, access.workspaceId]);
     const existing = await scoped(trx, 'quotes', access.workspaceId).where({ external_id: input.external_id }).first('id');
     if (existing) {
-      const [quote, lines] = [await quoteById(trx, access, existing.id), await linesOf(trx, access, existing.id)];
-      return { quote: JSON.stringify(quote), lines: JSON.stringify(lines), created: false };
+      const quote = JSON.stringify(await quoteById(trx, access, existing.id));
+      return { quote, lines: JSON.stringify(await linesOf(trx, access, existing.id)), created: false };
     }
   }
   return { ...(await createQuote(trx, access, input)), created: true };
