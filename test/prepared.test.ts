@@ -58,3 +58,24 @@ test.serial('a statement that does not parse fails with the database message eac
     t.like(err as unknown as Record<string, unknown>, { code: '42601' }, `run ${i}`);
   }
 });
+
+test.serial('a NOTIFY sent by a prepared statement outside a transaction reaches its listener, once', async (t) => {
+  // On the embedded database a prepared statement's reply is read off the wire (src/db/pglite-wire.ts), where PGlite's
+  // own listeners do not look: its thread hands them the NOTIFYs the reply carries.
+  const heard: string[] = [];
+  const stop = database.listen('test_prepared_channel', (payload) => heard.push(payload));
+  t.teardown(stop);
+  const sleep = () => new Promise((resolve) => setTimeout(resolve, 20));
+  // The listener is up once a plain NOTIFY sent after it is heard (PostgreSQL's listening connection connects on its own).
+  for (let i = 0; i < 500 && !heard.includes('ping'); i++) {
+    await database.knex.raw(`select pg_notify('test_prepared_channel', 'ping')`);
+    await sleep();
+  }
+  const notify = preparedQuery('test_prepared_notify', `select pg_notify('test_prepared_channel', :payload)`);
+  await notify(database.knex, { payload: 'first' });
+  await notify(database.knex, { payload: 'second' });
+  // NOTIFYs arrive in the order sent: once the plain one after them is heard, each was heard as often as it will be.
+  await database.knex.raw(`select pg_notify('test_prepared_channel', 'last')`);
+  for (let i = 0; i < 500 && !heard.includes('last'); i++) await sleep();
+  t.deepEqual(heard.filter((payload) => payload !== 'ping'), ['first', 'second', 'last']);
+});

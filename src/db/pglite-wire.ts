@@ -6,8 +6,8 @@
  * database's own work (50k quotes in 1000-row pages: 188 ms of reads through query(), 77 ms read raw). Here
  * the reply is collected through execProtocolRawStream, which hands over the bytes unparsed, and walked once.
  *
- * Used by the embedded database's thread (pglite-worker.ts) for list pages, and by bench/lists.ts for its
- * limit, so that both read PGlite the same way.
+ * Used by the embedded database's thread (pglite-worker.ts) for list pages (text kept as bytes) and for prepared
+ * statements (every value decoded, once), and by bench/lists.ts for its limit, so that it reads PGlite as the app does.
  */
 import { serialize } from 'pg-protocol';
 
@@ -17,8 +17,19 @@ export interface RawPglite {
   parsers: Record<number, (text: string, typeId: number) => unknown>;
 }
 
-const MIN_REPLY = 64 * 1024;
-let lastSize = MIN_REPLY;
+/** The size of the last reply of a kind: the next one of that kind is read into a buffer that large (grown if need be). */
+export class ReplySize {
+  constructor(
+    private readonly least: number,
+    public last = least,
+  ) {}
+  saw(size: number): void {
+    this.last = Math.max(size, this.least);
+  }
+}
+
+/** List pages: hundreds of kilobytes each. */
+const pageSize = new ReplySize(64 * 1024);
 
 /** PostgreSQL's `text` type: its values stay bytes. */
 const TEXT_OID = 25;
@@ -62,29 +73,41 @@ export async function queryTextAsBytes(pglite: RawPglite, sql: string, params: u
     serialize.sync(),
     ...(around.after ? [serialize.query(around.after)] : []),
   ]);
-  // The chunk is a view of PGlite's memory, reused for the next one: copied at once, into a buffer of the last
-  // reply's size (pages are alike), grown if need be. Its own ArrayBuffer, never a slice of Node's shared pool: it is
-  // transferred whole to the server's thread.
-  let reply = Buffer.allocUnsafeSlow(lastSize);
-  let size = 0;
-  await pglite.execProtocolRawStream(message, {
-    onRawData: (chunk) => {
-      if (size + chunk.length > reply.length) {
-        const bigger = Buffer.allocUnsafeSlow(Math.max(2 * reply.length, size + chunk.length));
-        reply.copy(bigger, 0, 0, size);
-        reply = bigger;
-      }
-      reply.set(chunk, size);
-      size += chunk.length;
-    },
-  });
-  lastSize = Math.max(size, MIN_REPLY);
-  reply = reply.subarray(0, size);
-  return readReply(pglite, reply);
+  return readReply(pglite, await rawReply(pglite, message, pageSize), { textAsBytes: true });
 }
 
-function readReply(pglite: RawPglite, reply: Buffer): BytesResult {
-  const result: BytesResult = { rows: [], fields: [], affectedRows: 0, buffer: reply.buffer as ArrayBuffer, notifications: [] };
+/**
+ * The reply to `message` (protocol messages PGlite runs in one pass), as the bytes PostgreSQL wrote. The chunk PGlite
+ * hands over is a view of its memory, reused for the next one: copied at once, into a buffer of the size of the last
+ * reply of the same kind (`size`: replies of one kind are alike), grown if need be. Its own ArrayBuffer, never a slice of Node's shared pool: it can
+ * be transferred whole to the server's thread.
+ */
+export async function rawReply(pglite: RawPglite, message: Uint8Array, size: ReplySize): Promise<Buffer> {
+  let reply = Buffer.allocUnsafeSlow(size.last);
+  let length = 0;
+  await pglite.execProtocolRawStream(message, {
+    onRawData: (chunk) => {
+      if (length + chunk.length > reply.length) {
+        const bigger = Buffer.allocUnsafeSlow(Math.max(2 * reply.length, length + chunk.length));
+        reply.copy(bigger, 0, 0, length);
+        reply = bigger;
+      }
+      reply.set(chunk, length);
+      length += chunk.length;
+    },
+  });
+  size.saw(length);
+  return reply.subarray(0, length);
+}
+
+/**
+ * Rows, row count and NOTIFYs of a reply; the first error in it is thrown. `fields` are the columns when the reply
+ * describes none (a prepared statement's, described when it was parsed); with `textAsBytes`, `text` values stay views
+ * of the reply's buffer, otherwise they are decoded like every other value.
+ */
+export function readReply(pglite: RawPglite, reply: Buffer, options: { fields?: BytesResult['fields']; textAsBytes?: boolean } = {}): BytesResult {
+  const result: BytesResult = { rows: [], fields: options.fields ?? [], affectedRows: 0, buffer: reply.buffer as ArrayBuffer, notifications: [] };
+  const textAsBytes = options.textAsBytes ?? false;
   let error: Error | undefined;
   for (let at = 0; at < reply.length; ) {
     const type = String.fromCharCode(reply[at]);
@@ -92,7 +115,7 @@ function readReply(pglite: RawPglite, reply: Buffer): BytesResult {
     const body = reply.subarray(at + 5, end);
     at = end;
     if (type === 'T') result.fields = rowDescription(body);
-    else if (type === 'D') result.rows.push(dataRow(pglite, body, result.fields));
+    else if (type === 'D') result.rows.push(dataRow(pglite, body, result.fields, textAsBytes));
     else if (type === 'C') result.affectedRows = rowCount(cstring(body, 0).text);
     else if (type === 'E') error ??= databaseError(body);
     else if (type === 'A') {
@@ -121,7 +144,7 @@ function rowDescription(body: Buffer): BytesResult['fields'] {
   return fields;
 }
 
-function dataRow(pglite: RawPglite, body: Buffer, fields: BytesResult['fields']): Record<string, unknown> {
+function dataRow(pglite: RawPglite, body: Buffer, fields: BytesResult['fields'], textAsBytes: boolean): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   let at = 2;
   for (let i = 0, n = body.readInt16BE(0); i < n; i++) {
@@ -129,7 +152,7 @@ function dataRow(pglite: RawPglite, body: Buffer, fields: BytesResult['fields'])
     at += 4;
     const { name, dataTypeID } = fields[i];
     if (length < 0) row[name] = null;
-    else if (dataTypeID === TEXT_OID) row[name] = body.subarray(at, at + length);
+    else if (textAsBytes && dataTypeID === TEXT_OID) row[name] = body.subarray(at, at + length);
     else {
       const text = body.toString('utf8', at, at + length);
       row[name] = pglite.parsers[dataTypeID]?.(text, dataTypeID) ?? text;

@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions, type Results } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import type { ThreadRequest, ThreadReply, ThreadOptions, WireError } from './pglite-thread.js';
-import { queryTextAsBytes, rowCount } from './pglite-wire.js';
+import { queryTextAsBytes, rawReply, readReply, ReplySize } from './pglite-wire.js';
 
 const port = parentPort!;
 const options = workerData as ThreadOptions;
@@ -34,6 +34,8 @@ interface Named {
   fields: { name: string; dataTypeID: number }[];
 }
 const named = new Map<string, Named>();
+/** Replies of prepared statements: a few rows, mostly. */
+const namedReplySize = new ReplySize(4 * 1024);
 
 /** The messages of one call, as one buffer: PGlite takes them in one pass, where its query() makes six. */
 function messages(...parts: Buffer[]): Uint8Array {
@@ -65,21 +67,11 @@ async function namedQuery(name: string, sql: string, params: unknown[] = []): Pr
     }
     const { types, fields } = statement;
     const values = params.map((value, i) => (value == null ? null : (pglite.serializers[types[i]]?.(value) ?? String(value))));
-    const reply = await pglite.execProtocol(messages(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()));
-    const rows: Record<string, unknown>[] = [];
-    let affectedRows = 0;
-    for (const message of reply.messages as Message[]) {
-      if (message.name === 'dataRow') {
-        const row: Record<string, unknown> = {};
-        (message.fields as (string | null)[]).forEach((text, i) => {
-          const { name: column, dataTypeID } = fields[i];
-          row[column] = text === null ? null : (pglite.parsers[dataTypeID]?.(text, dataTypeID) ?? text);
-        });
-        rows.push(row);
-      } else if (message.name === 'commandComplete') {
-        affectedRows = rowCount(message.text as string);
-      }
-    }
+    // Read off the wire (pglite-wire.ts), each value decoded once: through PGlite's own parser (protocol messages
+    // first, then each value by its type) a claim of 100 webhook deliveries took about a fifth longer.
+    const reply = await rawReply(pglite, messages(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()), namedReplySize);
+    const { rows, affectedRows, notifications } = readReply(pglite, reply, { fields });
+    forwardNotifications(notifications);
     return { rows, affectedRows, fields };
   });
 }
@@ -99,10 +91,15 @@ async function bytesQuery(sql: string, params: unknown[] | undefined, settings: 
     const own = set.length > 0 && !pglite.isInTransaction();
     return queryTextAsBytes(pglite, sql, params, own ? { before: ['begin', ...set].join('; '), after: 'commit' } : { before: set.join('; ') });
   });
+  forwardNotifications(notifications);
+  return { value: result, transfer: [buffer] };
+}
+
+/** NOTIFYs found in a reply read off the wire, which PGlite's own listeners never see, handed to this thread's. */
+function forwardNotifications(notifications: { channel: string; payload: string }[]): void {
   for (const { channel, payload } of notifications) {
     for (const [listenId, name] of channels) if (name === channel) port.postMessage({ type: 'notify', listenId, payload } satisfies ThreadReply);
   }
-  return { value: result, transfer: [buffer] };
 }
 
 async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
