@@ -5,25 +5,34 @@
  *   A: the limit — PostgreSQL alone returning the same JSON text for the same rows: the API's own array elements,
  *      stored as text in a table of their own, read back as one `string_agg(json, ',' order by n)` value
  *      (through `pg` in this process; for the embedded default, a PGlite in this process, its reply read as bytes);
+ *   T: the transfer alone — the same body, already built, sent by a bare Node HTTP server in a child process
+ *      (lists-transfer.ts) in as many writes as the app has pages, received by the same client code as B;
  *   B: `GET /api/v1/<list>` on `quoting serve` (a child process), the whole body received, uncompressed;
  *   and the same with `Accept-Encoding: gzip` (the compressed bytes received, not decoded).
- * Prints min/median/max of both, the ratio of the medians (target ≤ 1.5) and the server's RSS growth (target
- * < 100 MB; sampled from /proc every 10 ms in a worker thread).
+ * Prints min/median/max of each, the ratio of the medians API ÷ limit (target ≤ 1.5), API ÷ (limit + transfer)
+ * (the API's floor were reading and sending not to overlap: on the embedded default the limit is read in this
+ * process, with no socket at all, so it leaves out the sending that any HTTP API must do) and the server's RSS
+ * growth (target < 100 MB; sampled from /proc every 10 ms in a worker thread).
  *   node dist/bench/lists.js [--db postgres,embedded] [--rows 50000] [--embedded-rows 10000,50000] [--rounds 5]
  *                            [--lists quotes,orders,customers,products] [--analyze]
  * Without --analyze the tables have no statistics (autovacuum off on them): the plans a fresh import gets.
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { Knex } from 'knex';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase } from '../src/db/database.js';
+import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/pages.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { databasesOption, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir, type ChildServer } from './lib.js';
+import {
+  databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
+  type ChildServer, type Forked,
+} from './lib.js';
 import { MB, mb, readStatus, startSampler } from './rss.js';
 
 const { values } = parseArgs({
@@ -113,6 +122,8 @@ interface Row {
   rows: number;
   bytes: number;
   limit: number[];
+  /** The same body sent by a bare HTTP server (lists-transfer.ts). */
+  transfer: number[];
   api: number[];
   gzip: number[];
   gzipBytes: number;
@@ -135,8 +146,28 @@ function rawGet(url: string, headers: Record<string, string>): Promise<number> {
   });
 }
 
-/** Alternates limit and API for one list on a running server. */
-async function measure(server: ChildServer, cookie: string, limit: Limit, db: string, list: ListName, rows: number): Promise<Row> {
+/** The bare HTTP server of the transfer floor, and the file it reads each body from. */
+interface Transfer {
+  server: Forked & { ready: { url: string } };
+  file: string;
+}
+
+async function startTransfer(): Promise<Transfer> {
+  const server = await forkScript('./lists-transfer.js', 'the transfer server', 'ready');
+  return { server, file: path.join(tempDataDir('lists-body'), 'body.json') };
+}
+
+/** GET, the whole body received as the API's is. */
+async function timedGet(url: string, headers: Record<string, string>, bytes: number): Promise<number> {
+  const started = performance.now();
+  const res = await fetch(url, { headers });
+  const received = await res.arrayBuffer();
+  if (res.status !== 200 || received.byteLength !== bytes) throw new Error(`GET ${url}: ${res.status}, ${received.byteLength} bytes (expected ${bytes})`);
+  return performance.now() - started;
+}
+
+/** Alternates limit, transfer and API for one list on a running server. */
+async function measure(server: ChildServer, cookie: string, limit: Limit, transfer: Transfer, db: string, list: ListName, rows: number): Promise<Row> {
   const url = `${server.url}/api/v1/${list}`;
   // Uncompressed, as the limit is (fetch asks for gzip unless told otherwise); gzip is measured beside it.
   const plain = { cookie, 'accept-encoding': 'identity' };
@@ -151,23 +182,25 @@ async function measure(server: ChildServer, cookie: string, limit: Limit, db: st
   await limit.store(list, elements);
   if (envelope(String(await limit.read(list))) !== body) throw new Error(`${list}: the limit's text differs from the body`);
 
+  fs.writeFileSync(transfer.file, body);
+  const loaded = transfer.server.next('loaded', 60_000);
+  transfer.server.child.send({ type: 'load', file: transfer.file, pages: Math.ceil(rows / (db === 'PostgreSQL' ? PAGE_ROWS : EMBEDDED_PAGE_ROWS)) });
+  await loaded;
+
   await new Promise((resolve) => setTimeout(resolve, 300));
   const pid = server.child.pid!;
   const rssBefore = readStatus(pid, 'VmRSS');
   const sampler = await startSampler(pid, 10);
-  const result: Row = { db, list, rows, bytes: Buffer.byteLength(body), limit: [], api: [], gzip: [], gzipBytes: 0, cpu: [], gzipCpu: [], rssBefore, rssPeak: 0 };
+  const result: Row = { db, list, rows, bytes: Buffer.byteLength(body), limit: [], transfer: [], api: [], gzip: [], gzipBytes: 0, cpu: [], gzipCpu: [], rssBefore, rssPeak: 0 };
   for (let round = 0; round < rounds; round++) {
     let started = performance.now();
     const text = await limit.read(list);
     result.limit.push(performance.now() - started);
     if (text.length === 0) throw new Error('empty limit');
+    result.transfer.push(await timedGet(transfer.server.ready.url, { 'accept-encoding': 'identity' }, result.bytes));
     let cpu = cpuMs(pid);
-    started = performance.now();
-    const res = await fetch(url, { headers: plain });
-    const received = await res.arrayBuffer();
-    result.api.push(performance.now() - started);
+    result.api.push(await timedGet(url, plain, result.bytes));
     result.cpu.push(cpuMs(pid) - cpu);
-    if (res.status !== 200 || received.byteLength !== result.bytes) throw new Error(`${list}: ${res.status}, ${received.byteLength} bytes`);
     // The same list gzip-compressed (fast level, as it streams); counted as received, before decompression.
     cpu = cpuMs(pid);
     started = performance.now();
@@ -178,7 +211,7 @@ async function measure(server: ChildServer, cookie: string, limit: Limit, db: st
   }
   result.rssPeak = (await sampler.stop()).peak;
   // Each row as soon as it is measured, so a long run that fails later still shows what it got.
-  note(`${db} ${list} ${rows}: limit ${spread(result.limit)} ms, API ${spread(result.api)} ms, gzip ${spread(result.gzip)} ms (${mb(result.gzipBytes)}), server CPU ${spread(result.cpu)} ms, with gzip ${spread(result.gzipCpu)} ms, RSS growth ${mb(result.rssPeak - rssBefore)}`);
+  note(`${db} ${list} ${rows}: limit ${spread(result.limit)} ms, transfer ${spread(result.transfer)} ms, API ${spread(result.api)} ms, gzip ${spread(result.gzip)} ms (${mb(result.gzipBytes)}), server CPU ${spread(result.cpu)} ms, with gzip ${spread(result.gzipCpu)} ms, RSS growth ${mb(result.rssPeak - rssBefore)}`);
   return result;
 }
 
@@ -187,7 +220,7 @@ async function workspaceOf(knex: Knex, email: string): Promise<number> {
   return rows[0].workspace_id;
 }
 
-async function onPostgres(rows: number, results: Row[]): Promise<void> {
+async function onPostgres(rows: number, transfer: Transfer, results: Row[]): Promise<void> {
   const url = await freshPostgresUrl();
   const server = await startQuoting(url);
   const { cookie, email } = await signUp(server.url);
@@ -198,11 +231,11 @@ async function onPostgres(rows: number, results: Row[]): Promise<void> {
   note(`PostgreSQL: seeded ${rows} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   const limit = await postgresLimit(url);
   onCleanup(() => limit.close());
-  for (const list of lists) results.push(await measure(server, cookie, limit, 'PostgreSQL', list, rows));
+  for (const list of lists) results.push(await measure(server, cookie, limit, transfer, 'PostgreSQL', list, rows));
   await server.stop();
 }
 
-async function onEmbedded(sizes: number[], results: Row[]): Promise<void> {
+async function onEmbedded(sizes: number[], transfer: Transfer, results: Row[]): Promise<void> {
   const dataDir = tempDataDir('lists');
   let server = await startEmbedded(dataDir);
   const { cookie, email } = await signUp(server.url);
@@ -219,7 +252,7 @@ async function onEmbedded(sizes: number[], results: Row[]): Promise<void> {
     });
     seeded = rows;
     server = await startEmbedded(dataDir);
-    for (const list of lists) results.push(await measure(server, cookie, limit, 'embedded', list, rows));
+    for (const list of lists) results.push(await measure(server, cookie, limit, transfer, 'embedded', list, rows));
     await server.stop();
   }
 }
@@ -228,19 +261,21 @@ runBench(async () => {
   const load = [loadavg()];
   const results: Row[] = [];
   const dbs = databasesOption(values.db);
-  if (dbs.includes('postgres')) await onPostgres(Number(values.rows), results);
-  if (dbs.includes('embedded')) await onEmbedded(values['embedded-rows'].split(',').map(Number), results);
+  const transfer = await startTransfer();
+  if (dbs.includes('postgres')) await onPostgres(Number(values.rows), transfer, results);
+  if (dbs.includes('embedded')) await onEmbedded(values['embedded-rows'].split(',').map(Number), transfer, results);
   load.push(loadavg());
   printTable(
-    `Lists against their limit, ${rounds} alternating rounds (limit, API), ${values.analyze ? 'after ANALYZE' : 'no statistics'}; ms min / median / max`,
+    `Lists against their limit, ${rounds} alternating rounds (limit, transfer, API), ${values.analyze ? 'after ANALYZE' : 'no statistics'}; ms min / median / max`,
     [
-      ['database', 'list', 'rows', 'body', 'limit (PG alone)', 'API', 'API/limit', 'API gzip', 'gzip body', 'server CPU', 'server CPU gzip', `RSS before`, 'RSS growth'],
+      ['database', 'list', 'rows', 'body', 'limit (PG alone)', 'transfer (HTTP alone)', 'API', 'API/limit', 'API/(limit+transfer)', 'API gzip', 'gzip body', 'server CPU', 'server CPU gzip', `RSS before`, 'RSS growth'],
       ...results.map((r) => {
         const ratio = median(r.api) / median(r.limit);
+        const floor = median(r.api) / (median(r.limit) + median(r.transfer));
         const growth = r.rssPeak - r.rssBefore;
         return [
-          r.db, r.list, r.rows, mb(r.bytes), spread(r.limit), spread(r.api),
-          `${ratio.toFixed(2)}${ratio <= TARGET.ratio ? '' : ' !'}`, spread(r.gzip), mb(r.gzipBytes), spread(r.cpu), spread(r.gzipCpu), mb(r.rssBefore), `${mb(growth)}${growth < TARGET.growthMb * MB ? '' : ' !'}`,
+          r.db, r.list, r.rows, mb(r.bytes), spread(r.limit), spread(r.transfer), spread(r.api),
+          `${ratio.toFixed(2)}${ratio <= TARGET.ratio ? '' : ' !'}`, floor.toFixed(2), spread(r.gzip), mb(r.gzipBytes), spread(r.cpu), spread(r.gzipCpu), mb(r.rssBefore), `${mb(growth)}${growth < TARGET.growthMb * MB ? '' : ' !'}`,
         ];
       }),
     ],
