@@ -67,8 +67,9 @@ async function namedQuery(name: string, sql: string, params: unknown[] = []): Pr
     }
     const { types, fields } = statement;
     const values = params.map((value, i) => (value == null ? null : (pglite.serializers[types[i]]?.(value) ?? String(value))));
-    // Read off the wire (pglite-wire.ts), each value decoded once: through PGlite's own parser (protocol messages
-    // first, then each value by its type) a claim of 100 webhook deliveries took about a fifth longer.
+    // Read off the wire (pglite-wire.ts), each value decoded once: PGlite's own parser decodes every value into a
+    // string as part of a protocol message, and each was then parsed again by its type (a claim of webhook deliveries
+    // returns a hundred rows of eight values).
     const reply = await rawReply(pglite, messages(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()), namedReplySize);
     const { rows, affectedRows, notifications } = readReply(pglite, reply, { fields });
     forwardNotifications(notifications);
