@@ -79,8 +79,8 @@ export async function queryTextAsBytes(pglite: RawPglite, sql: string, params: u
 /**
  * The reply to `message` (protocol messages PGlite runs in one pass), as the bytes PostgreSQL wrote. The chunk PGlite
  * hands over is a view of its memory, reused for the next one: copied at once, into a buffer of the size of the last
- * reply of the same kind (`size`: replies of one kind are alike), grown if need be. Its own ArrayBuffer, never a slice of Node's shared pool: it can
- * be transferred whole to the server's thread.
+ * reply of the same kind (`size`: replies of one kind are alike), grown if need be. Its own ArrayBuffer, never a
+ * slice of Node's shared pool: it can be transferred whole to the server's thread.
  */
 export async function rawReply(pglite: RawPglite, message: Uint8Array, size: ReplySize): Promise<Buffer> {
   let reply = Buffer.allocUnsafeSlow(size.last);
