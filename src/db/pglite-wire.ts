@@ -163,7 +163,7 @@ function dataRow(pglite: RawPglite, body: Buffer, fields: BytesResult['fields'],
 }
 
 /** The rows a command touched, from its tag (`INSERT 0 5`, `SELECT 3`, …), as PGlite's query() reads it. */
-export function rowCount(tag: string): number {
+function rowCount(tag: string): number {
   const words = tag.split(' ');
   return ['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE'].includes(words[0]) ? parseInt(words[words.length - 1], 10) : 0;
 }
