@@ -6,7 +6,8 @@
  *   A: GET /healthz alone, sent every `--every` ms for `--seconds` (fixed rate: a stalled server is not
  *      given fewer samples), latency of each;
  *   B: the same sampler while the four lists of `--rows` rows (quotes, orders, customers, products) are
- *      fetched one after another, over and over, for the same time;
+ *      fetched one after another, over and over, for the same time (by a client process of its own, so that
+ *      receiving them cannot delay this process's timings);
  * and GET /api/v1/quotes on the `--list-rows` copy (the whole body received, uncompressed).
  * Prints p50/p99/max of /healthz alone and during the lists (target: p99 < 100 ms during), and the
  * list's min/median/max (target < 1.5 s).
@@ -22,7 +23,7 @@ import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { bin, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
+import { bin, forkScript, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
 
 const { values } = parseArgs({
   options: {
@@ -85,17 +86,26 @@ async function sampleHealthz(url: string, until: Promise<unknown>): Promise<numb
   return Promise.all(samples);
 }
 
-/** Fetches the lists one after another until `stop`; how many were fetched. */
-async function fetchLists(url: string, cookie: string, stop: () => boolean): Promise<number> {
-  let fetched = 0;
-  while (!stop()) {
-    const list = LISTS[fetched % LISTS.length];
-    const res = await fetch(`${url}/api/v1/${list}`, { headers: { cookie, 'accept-encoding': 'identity' } });
-    const body = await res.arrayBuffer();
-    if (res.status !== 200 || body.byteLength < rows * 50) throw new Error(`GET /api/v1/${list}: ${res.status}, ${body.byteLength} bytes`);
-    fetched++;
-  }
-  return fetched;
+/**
+ * The lists' client, a process of its own (embedded-lists.ts: a 50 MB body received in this process stalled its
+ * event loop, and with it the /healthz timings). Each call starts fetching the lists one after another from a
+ * server; `stop()` ends that after the list in progress and resolves to how many were fetched (at least one).
+ */
+async function listFetcher(): Promise<(url: string, cookie: string) => { stop(): Promise<number> }> {
+  const fetcher = await forkScript('./embedded-lists.js', 'the list fetcher', 'ready');
+  return (url, cookie) => {
+    const ended = fetcher.next<{ fetched: number; error?: string }>('stopped', 3_600_000);
+    ended.catch(() => {}); // awaited in stop()
+    fetcher.child.send({ type: 'start', url, cookie, lists: LISTS, minBytes: rows * 50 });
+    return {
+      async stop() {
+        fetcher.child.send({ type: 'stop' });
+        const { fetched, error } = await ended;
+        if (error) throw new Error(error);
+        return fetched;
+      },
+    };
+  };
 }
 
 interface Result {
@@ -106,7 +116,7 @@ interface Result {
   list: number[];
 }
 
-async function round(result: Result, quoting: string, big: string, small: string, cookie: string): Promise<void> {
+async function round(result: Result, quoting: string, big: string, small: string, cookie: string, startLists: Awaited<ReturnType<typeof listFetcher>>): Promise<void> {
   let server = await serve(quoting, small);
   try {
     const started = performance.now();
@@ -120,14 +130,12 @@ async function round(result: Result, quoting: string, big: string, small: string
   server = await serve(quoting, big);
   try {
     // Warm: a fresh server compiles its code paths and PGlite reads its pages on the first list.
-    await fetchLists(server.url, cookie, ((n) => () => n++ > 0)(0));
+    await startLists(server.url, cookie).stop();
     const time = () => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
     result.alone.push(...(await sampleHealthz(server.url, time())));
-    let stop = false;
-    const lists = fetchLists(server.url, cookie, () => stop);
+    const lists = startLists(server.url, cookie);
     const during = await sampleHealthz(server.url, time());
-    stop = true;
-    result.listsFetched += await lists;
+    result.listsFetched += await lists.stop();
     result.during.push(...during);
   } finally {
     await server.stop();
@@ -149,11 +157,12 @@ runBench(async () => {
   fs.cpSync(small, big, { recursive: true });
   await grow(big, email, listRows + 1, rows);
 
+  const startLists = await listFetcher();
   const builds = [...(values['baseline-bin'] ? [{ build: 'baseline', quoting: path.resolve(values['baseline-bin']) }] : []), { build: 'this build', quoting: bin }];
   const results: Result[] = builds.map(({ build }) => ({ build, alone: [], during: [], listsFetched: 0, list: [] }));
   for (let r = 0; r < rounds; r++) {
     for (const [i, { quoting }] of builds.entries()) {
-      await round(results[i], quoting, big, small, cookie);
+      await round(results[i], quoting, big, small, cookie, startLists);
       const x = results[i];
       note(`round ${r + 1} ${x.build}: /healthz alone ${latencies(x.alone)}, during lists ${latencies(x.during)} (p50/p99/max ms so far); ${listRows} quotes ${fmt(x.list.at(-1)!)} ms; load ${loadavg()}`);
     }
