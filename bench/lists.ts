@@ -3,30 +3,28 @@
  * default) a workspace is seeded with `--rows` customers, products (× 3 variants), quotes and orders; then for each
  * list, rounds alternate
  *   A: the limit — PostgreSQL alone returning the same JSON text for the same rows: the API's own array elements,
- *      stored as text in a table of their own, read back as one `string_agg(json, ',' order by n)` value
- *      (through `pg` in this process; for the embedded default, a PGlite in this process, its reply read as bytes);
+ *      stored as text in a table of their own, read back in order as one `string_agg` value, through `pg` (for
+ *      the embedded default, a PGlite, its reply read as bytes), in a process of its own (lists-limit.ts);
  *   T: the transfer alone — the same body, already built, sent by a bare Node HTTP server in a child process
  *      (lists-transfer.ts) in as many writes as the app has pages, received by the same client code as B;
  *   B: `GET /api/v1/<list>` on `quoting serve` (a child process), the whole body received, uncompressed;
  *   and the same with `Accept-Encoding: gzip` (the compressed bytes received, not decoded).
  * Prints min/median/max of each, the ratio of the medians API ÷ limit (target ≤ 1.5), API ÷ (limit + transfer)
- * (the API's floor were reading and sending not to overlap: on the embedded default the limit is read in this
- * process, with no socket at all, so it leaves out the sending that any HTTP API must do) and the server's RSS
+ * (the API's floor were reading and sending not to overlap: on the embedded default the limit is read with no
+ * socket at all, so it leaves out the sending that any HTTP API must do) and the server's RSS
  * growth (target < 100 MB; sampled from /proc every 10 ms in a worker thread).
  *   node dist/bench/lists.js [--db postgres,embedded] [--rows 50000] [--embedded-rows 10000,50000] [--rounds 5]
  *                            [--lists quotes,orders,customers,products] [--analyze]
  * Without --analyze the tables have no statistics (autovacuum off on them): the plans a fresh import gets.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import type { Knex } from 'knex';
-import { PGlite } from '@electric-sql/pglite';
 import { openDatabase } from '../src/db/database.js';
 import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/pages.js';
-import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
@@ -71,48 +69,34 @@ async function seed(knex: Knex, workspaceId: number, from: number, to: number, a
   await seedOrders(knex, workspaceId, from, to, analyze);
 }
 
-/** The limit's side: stores texts, and reads them back as one value. */
+/** The limit's side, a process of its own (lists-limit.ts): stores texts, and reads them back as one value. */
 interface Limit {
   store(list: string, texts: string[]): Promise<void>;
-  /** The text as the client library hands it over: a string from `pg`, bytes from PGlite (read raw, as the app reads its pages). */
-  read(list: string): Promise<string | Buffer>;
+  /** The read's own time, timed in that process, and the SHA-256 of the text it returned. */
+  read(list: string): Promise<{ ms: number; sha256: string }>;
   close(): Promise<void>;
 }
 
-async function postgresLimit(url: string): Promise<Limit> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  await client.query('create table bench_limit (list text, n int, json text, primary key (list, n))');
-  return {
-    async store(list, texts) {
-      await client.query('delete from bench_limit where list = $1', [list]);
-      await client.query(`insert into bench_limit select $1, n, t from unnest($2::text[]) with ordinality as u(t, n)`, [list, texts]);
-      await client.query('analyze bench_limit');
-    },
-    async read(list) {
-      const { rows } = await client.query(`select string_agg(json, ',' order by n) as json from bench_limit where list = $1`, [list]);
-      return rows[0].json as string;
-    },
-    close: () => client.end(),
+/** The limit on PostgreSQL at `url`, or (without) on a PGlite of its own. */
+async function startLimit(url?: string): Promise<Limit> {
+  const child = await forkScript('./lists-limit.js', 'the limit', 'ready');
+  const file = path.join(tempDataDir('lists-limit'), 'texts.json');
+  // One question at a time; a failure in the child is thrown here.
+  const ask = async <T>(message: Record<string, unknown>, answer: string): Promise<T> => {
+    const failed = child.next<{ error: string }>('failed', 600_000).then(({ error }) => Promise.reject(new Error(`the limit: ${error}`)));
+    failed.catch(() => {});
+    const replied = child.next<T>(answer, 600_000);
+    child.child.send(message);
+    return Promise.race([replied, failed]);
   };
-}
-
-async function embeddedLimit(): Promise<Limit> {
-  const db = new PGlite();
-  await db.query('create table bench_limit (list text, n int, json text, primary key (list, n))');
+  await ask({ type: 'open', url }, 'opened');
   return {
     async store(list, texts) {
-      await db.query('delete from bench_limit where list = $1', [list]);
-      await db.query(`insert into bench_limit select $1, n, t from json_array_elements_text($2::json) with ordinality as u(t, n)`, [list, JSON.stringify(texts)]);
-      await db.query('analyze bench_limit');
+      fs.writeFileSync(file, JSON.stringify(texts));
+      await ask({ type: 'store', list, file }, 'stored');
     },
-    async read(list) {
-      // Bytes off the wire, not decoded into a string: PGlite's query() decodes every text value in JavaScript,
-      // which is not the database's work and which the app's list pages do not pay either (src/db/pglite-wire.ts).
-      const { rows } = await queryTextAsBytes(db, `select string_agg(json, ',' order by n) as json from bench_limit where list = $1`, [list]);
-      return rows[0].json as Buffer;
-    },
-    close: () => db.close(),
+    read: (list) => ask({ type: 'read', list }, 'read'),
+    close: () => ask({ type: 'close' }, 'closed'),
   };
 }
 
@@ -178,9 +162,17 @@ async function measure(server: ChildServer, cookie: string, limit: Limit, transf
   if (elements.length !== rows) throw new Error(`${list}: expected ${rows} rows, got ${elements.length}`);
   const envelope = (inner: string) => `{"version":"v1","data":{"${list}":[${inner}]}}`;
   // The API prints every record as JSON.stringify does: the limit's text is byte for byte the body's.
-  if (envelope(elements.join(',')) !== body) throw new Error(`${list}: the body is not its elements re-serialised (not compact JSON)`);
+  const inner = elements.join(',');
+  if (envelope(inner) !== body) throw new Error(`${list}: the body is not its elements re-serialised (not compact JSON)`);
   await limit.store(list, elements);
-  if (envelope(String(await limit.read(list))) !== body) throw new Error(`${list}: the limit's text differs from the body`);
+  // The limit's text is checked on every read: byte for byte the body's elements, in their order.
+  const digest = createHash('sha256').update(inner).digest('hex');
+  const readLimit = async () => {
+    const { ms, sha256 } = await limit.read(list);
+    if (sha256 !== digest) throw new Error(`${list}: the limit's text differs from the body`);
+    return ms;
+  };
+  await readLimit();
 
   fs.writeFileSync(transfer.file, body);
   const loaded = transfer.server.next('loaded', 60_000);
@@ -193,17 +185,14 @@ async function measure(server: ChildServer, cookie: string, limit: Limit, transf
   const sampler = await startSampler(pid, 10);
   const result: Row = { db, list, rows, bytes: Buffer.byteLength(body), limit: [], transfer: [], api: [], gzip: [], gzipBytes: 0, cpu: [], gzipCpu: [], rssBefore, rssPeak: 0 };
   for (let round = 0; round < rounds; round++) {
-    let started = performance.now();
-    const text = await limit.read(list);
-    result.limit.push(performance.now() - started);
-    if (text.length === 0) throw new Error('empty limit');
+    result.limit.push(await readLimit());
     result.transfer.push(await timedGet(transfer.server.ready.url, { 'accept-encoding': 'identity' }, result.bytes));
     let cpu = cpuMs(pid);
     result.api.push(await timedGet(url, plain, result.bytes));
     result.cpu.push(cpuMs(pid) - cpu);
     // The same list gzip-compressed (fast level, as it streams); counted as received, before decompression.
     cpu = cpuMs(pid);
-    started = performance.now();
+    const started = performance.now();
     const zipped = await rawGet(url, { cookie, 'accept-encoding': 'gzip' });
     result.gzip.push(performance.now() - started);
     result.gzipCpu.push(cpuMs(pid) - cpu);
@@ -229,7 +218,7 @@ async function onPostgres(rows: number, transfer: Transfer, results: Row[]): Pro
   const started = performance.now();
   await seed(database.knex, await workspaceOf(database.knex, email), 1, rows, values.analyze);
   note(`PostgreSQL: seeded ${rows} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  const limit = await postgresLimit(url);
+  const limit = await startLimit(url);
   onCleanup(() => limit.close());
   for (const list of lists) results.push(await measure(server, cookie, limit, transfer, 'PostgreSQL', list, rows));
   await server.stop();
@@ -240,7 +229,7 @@ async function onEmbedded(sizes: number[], transfer: Transfer, results: Row[]): 
   let server = await startEmbedded(dataDir);
   const { cookie, email } = await signUp(server.url);
   await server.stop();
-  const limit = await embeddedLimit();
+  const limit = await startLimit();
   onCleanup(() => limit.close());
   let seeded = 0;
   for (const rows of sizes) {
