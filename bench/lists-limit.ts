@@ -1,13 +1,14 @@
 /**
  * The limit of lists.js: PostgreSQL (through `pg`) or a PGlite returning a list's JSON texts, stored as text in a
- * table of their own, as one `string_agg` value (READ), read as bytes as the app reads its pages (a binary COPY on
- * PostgreSQL, src/db/copy-out.ts; the reply off PGlite's wire, src/db/pglite-wire.ts). In a process of its own: in the
- * benchmark's, the read shared a heap full of received bodies, and its collections, with the client's work. Forked
- * with an IPC channel by lists.js; not meant to be run by hand.
+ * table of their own, as one `string_agg` value and in pages (PAGE), read as bytes as the app reads its pages (a
+ * binary COPY on PostgreSQL, src/db/copy-out.ts; the reply off PGlite's wire, src/db/pglite-wire.ts). In a process
+ * of its own: in the benchmark's, the read shared a heap full of received bodies, and its collections, with the
+ * client's work. Forked with an IPC channel by lists.js; not meant to be run by hand.
  *
  * IPC, from the benchmark: {type: 'open', url?} (PostgreSQL at `url`, else an in-memory PGlite) → {type: 'opened'};
  * {type: 'store', list, file} (the texts, a JSON array of strings, read from `file`) → {type: 'stored'};
- * {type: 'read', list} → {type: 'read', ms, sha256} (the time of the read alone, and the digest of the text);
+ * {type: 'read', list, pageRows} → {type: 'read', one, paged, sha256} (the time of the text read as one value, and
+ * in pages of `pageRows`, each alone, and the digest of the text);
  * {type: 'close'} → {type: 'closed'}. Any failure → {type: 'failed', error}. Its first message is {type: 'ready'}.
  */
 import { createHash } from 'node:crypto';
@@ -17,22 +18,30 @@ import { PGlite } from '@electric-sql/pglite';
 import { copyPage } from '../src/db/copy-out.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 
+/** A page of a list's texts: joined by commas, as bytes; how many, and the last `n`. */
+interface Page {
+  text: Buffer;
+  n: number;
+  last: number;
+}
+
 interface Store {
   store(list: string, texts: string[]): Promise<void>;
-  /** The text, as bytes: as the app's pages read it. */
-  read(list: string): Promise<Buffer>;
+  /** The texts after `after` in order of `n`, `rows` of them at most (null: all), read as bytes as the app's pages are. */
+  page(list: string, after: number, rows: number | null): Promise<Page>;
   close(): Promise<void>;
 }
 
 const CREATE = 'create table bench_limit (list text, n int, json text, primary key (list, n))';
+
 /**
- * The list's texts in order of `n`, as the primary key's index yields them, joined as they come (READ):
- * `string_agg(json, ',' order by n)` sorts its input first (PostgreSQL 15 always does), work the app's pages do not
- * do (src/db/pages.ts), and a limit that does more than the app flatters it. The digest the benchmark checks on every
- * read proves the order.
+ * The texts in order of `n`, as the primary key's index yields them, joined as they come: `string_agg(json, ','
+ * order by n)` sorts its input first (PostgreSQL 15 always does), work the app's pages do not do (src/db/pages.ts),
+ * and a limit that does more than the app flatters it. The digest the benchmark checks on every read proves the
+ * order. `$1` the list, `$2` the last `n` before the page, `$3` its size (null: no limit).
  */
-const READ_PAGE = `select n, json from bench_limit where list = $1 order by n`;
-const READ = `select string_agg(json, ',') as json from (${READ_PAGE}) texts`;
+const PAGE = `select count(*)::int as n, max(n) as last, string_agg(json, ',') as json
+  from (select n, json from bench_limit where list = $1 and n > $2 order by n limit $3) page`;
 
 async function postgres(url: string): Promise<Store> {
   const client = new pg.Client({ connectionString: url });
@@ -44,11 +53,12 @@ async function postgres(url: string): Promise<Store> {
       await client.query(`insert into bench_limit select $1, n, t from unnest($2::text[]) with ordinality as u(t, n)`, [list, texts]);
       await client.query('analyze bench_limit');
     },
-    async read(list) {
+    async page(list, after, rows) {
       // As the app reads its pages on PostgreSQL (src/db/copy-out.ts): the text as bytes through a binary COPY, not
-      // decoded into a JS string by pg, work the app does not do.
-      const page = `select count(*)::int, max(n), string_agg(json, ',') from (${READ_PAGE.replace('$1', escapeLiteral(list))}) page`;
-      return (await copyPage(client, `copy (${page}) to stdout (format binary)`)).text;
+      // decoded into a JS string by pg, work the app does not do. COPY takes no parameters: the values written in.
+      const sql = PAGE.replace('$1', escapeLiteral(list)).replace('$2', String(after)).replace('$3', rows === null ? 'all' : String(rows));
+      const { text, n, lastId } = await copyPage(client, `copy (${sql}) to stdout (format binary)`);
+      return { text, n, last: lastId };
     },
     close: () => client.end(),
   };
@@ -63,17 +73,41 @@ async function embedded(): Promise<Store> {
       await db.query(`insert into bench_limit select $1, n, t from json_array_elements_text($2::json) with ordinality as u(t, n)`, [list, JSON.stringify(texts)]);
       await db.query('analyze bench_limit');
     },
-    async read(list) {
+    async page(list, after, rows) {
       // Bytes off the wire, not decoded into a string: PGlite's query() decodes every text value in JavaScript,
       // which is not the database's work and which the app's list pages do not pay either (src/db/pglite-wire.ts).
-      const { rows } = await queryTextAsBytes(db, READ, [list]);
-      return rows[0].json as Buffer;
+      const [row] = (await queryTextAsBytes(db, PAGE, [list, after, rows])).rows as { n: number; last: number | null; json: Buffer | null }[];
+      return { text: row.json ?? Buffer.alloc(0), n: row.n, last: row.last ?? after };
     },
     close: () => db.close(),
   };
 }
 
-type Message = { type: 'open'; url?: string } | { type: 'store'; list: string; file: string } | { type: 'read'; list: string } | { type: 'close' };
+/**
+ * One read of the list, either way, timed alone, and the digest of its text: as one value, and in pages of the app's
+ * size (`pageRows`) one after another, as the app's pages are read but nothing else done meanwhile. Which is faster
+ * depends on the list's size and the database (one value of 50 MB costs PGlite more than its pages do).
+ */
+async function read(list: string, pageRows: number | null): Promise<{ ms: number; sha256: string }> {
+  const hash = createHash('sha256');
+  const started = performance.now();
+  const pages: Buffer[] = [];
+  for (let after = 0; ; ) {
+    const page = await store!.page(list, after, pageRows);
+    if (page.n > 0) pages.push(page.text);
+    if (pageRows === null || page.n < pageRows) break;
+    after = page.last;
+  }
+  const ms = performance.now() - started;
+  pages.forEach((text, i) => (i > 0 && hash.update(','), hash.update(text)));
+  return { ms, sha256: hash.digest('hex') };
+}
+
+type Message =
+  | { type: 'open'; url?: string }
+  | { type: 'store'; list: string; file: string }
+  | { type: 'read'; list: string; pageRows: number }
+  | { type: 'close' };
 
 let store: Store | undefined;
 
@@ -86,10 +120,10 @@ async function handle(message: Message): Promise<Record<string, unknown>> {
       await store!.store(message.list, JSON.parse(fs.readFileSync(message.file, 'utf8')) as string[]);
       return { type: 'stored' };
     case 'read': {
-      const started = performance.now();
-      const text = await store!.read(message.list);
-      const ms = performance.now() - started;
-      return { type: 'read', ms, sha256: createHash('sha256').update(text).digest('hex') };
+      const one = await read(message.list, null);
+      const paged = await read(message.list, message.pageRows);
+      if (one.sha256 !== paged.sha256) throw new Error(`${message.list}: its pages differ from its one value`);
+      return { type: 'read', one: one.ms, paged: paged.ms, sha256: one.sha256 };
     }
     case 'close':
       await store?.close();

@@ -3,8 +3,9 @@
  * default) a workspace is seeded with `--rows` customers, products (× 3 variants), quotes and orders; then for each
  * list, rounds alternate
  *   A: the limit — PostgreSQL alone returning the same JSON text for the same rows: the API's own array elements,
- *      stored as text in a table of their own, read back in order as one `string_agg` value, through `pg` (for
- *      the embedded default, a PGlite, its reply read as bytes), in a process of its own (lists-limit.ts);
+ *      stored as text in a table of their own, read back in order as one `string_agg` value and as the app's
+ *      pages one after another (each round's faster way counts), as bytes, through `pg` (for the embedded default, a
+ *      PGlite), in a process of its own (lists-limit.ts);
  *   T: the transfer alone — the same body, already built, sent by a bare Node HTTP server in a child process
  *      (lists-transfer.ts) in as many writes as the app has pages, received by the same client code as B;
  *   B: `GET /api/v1/<list>` on `quoting serve` (a child process), the whole body received, uncompressed;
@@ -72,8 +73,11 @@ async function seed(knex: Knex, workspaceId: number, from: number, to: number, a
 /** The limit's side, a process of its own (lists-limit.ts): stores texts, and reads them back as one value. */
 interface Limit {
   store(list: string, texts: string[]): Promise<void>;
-  /** The read's own time, timed in that process, and the SHA-256 of the text it returned. */
-  read(list: string): Promise<{ ms: number; sha256: string }>;
+  /**
+   * The text read as one value and in pages of `pageRows` (the app's), each timed alone in that process, and its
+   * SHA-256 (the same both ways).
+   */
+  read(list: string, pageRows: number): Promise<{ one: number; paged: number; sha256: string }>;
   close(): Promise<void>;
 }
 
@@ -81,21 +85,28 @@ interface Limit {
 async function startLimit(url?: string): Promise<Limit> {
   const child = await forkScript('./lists-limit.js', 'the limit', 'ready');
   const file = path.join(tempDataDir('lists-limit'), 'texts.json');
-  // One question at a time; a failure in the child is thrown here.
-  const ask = async <T>(message: Record<string, unknown>, answer: string): Promise<T> => {
-    const failed = child.next<{ error: string }>('failed', 600_000).then(({ error }) => Promise.reject(new Error(`the limit: ${error}`)));
-    failed.catch(() => {});
-    const replied = child.next<T>(answer, 600_000);
-    child.child.send(message);
-    return Promise.race([replied, failed]);
-  };
+  // One question at a time; a failure in the child, or its exit, is thrown here.
+  const ask = <T>(message: Record<string, unknown>, answer: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (reply: { type: string; error?: string }) => {
+        if (reply.type !== answer && reply.type !== 'failed') return;
+        done();
+        if (reply.type === 'failed') reject(new Error(`the limit: ${reply.error}`));
+        else resolve(reply as T);
+      };
+      const onExit = (code: number | null) => (done(), reject(new Error(`the limit exited (${code})`)));
+      const done = () => (child.child.off('message', onMessage), child.child.off('exit', onExit));
+      child.child.on('message', onMessage);
+      child.child.once('exit', onExit);
+      child.child.send(message);
+    });
   await ask({ type: 'open', url }, 'opened');
   return {
     async store(list, texts) {
       fs.writeFileSync(file, JSON.stringify(texts));
       await ask({ type: 'store', list, file }, 'stored');
     },
-    read: (list) => ask({ type: 'read', list }, 'read'),
+    read: (list, pageRows) => ask({ type: 'read', list, pageRows }, 'read'),
     close: () => ask({ type: 'close' }, 'closed'),
   };
 }
@@ -105,7 +116,12 @@ interface Row {
   list: string;
   rows: number;
   bytes: number;
+  /** Each round's faster way: */
   limit: number[];
+  /** the text read as one value, */
+  limitOne: number[];
+  /** and in the app's pages one after another. */
+  limitPaged: number[];
   /** The same body sent by a bare HTTP server (lists-transfer.ts). */
   transfer: number[];
   api: number[];
@@ -167,25 +183,32 @@ async function measure(server: ChildServer, cookie: string, limit: Limit, transf
   await limit.store(list, elements);
   // The limit's text is checked on every read: byte for byte the body's elements, in their order.
   const digest = createHash('sha256').update(inner).digest('hex');
+  const pageRows = db === 'PostgreSQL' ? PAGE_ROWS : EMBEDDED_PAGE_ROWS;
+  // The limit is the faster way of the round: one value, or the app's pages one after another.
   const readLimit = async () => {
-    const { ms, sha256 } = await limit.read(list);
+    const { one, paged, sha256 } = await limit.read(list, pageRows);
     if (sha256 !== digest) throw new Error(`${list}: the limit's text differs from the body`);
-    return ms;
+    return { one, paged };
   };
   await readLimit();
 
   fs.writeFileSync(transfer.file, body);
   const loaded = transfer.server.next('loaded', 60_000);
-  transfer.server.child.send({ type: 'load', file: transfer.file, pages: Math.ceil(rows / (db === 'PostgreSQL' ? PAGE_ROWS : EMBEDDED_PAGE_ROWS)) });
+  transfer.server.child.send({ type: 'load', file: transfer.file, pages: Math.ceil(rows / pageRows) });
   await loaded;
 
   await new Promise((resolve) => setTimeout(resolve, 300));
   const pid = server.child.pid!;
   const rssBefore = readStatus(pid, 'VmRSS');
   const sampler = await startSampler(pid, 10);
-  const result: Row = { db, list, rows, bytes: Buffer.byteLength(body), limit: [], transfer: [], api: [], gzip: [], gzipBytes: 0, cpu: [], gzipCpu: [], rssBefore, rssPeak: 0 };
+  const result: Row = {
+    db, list, rows, bytes: Buffer.byteLength(body), limit: [], limitOne: [], limitPaged: [], transfer: [], api: [], gzip: [], gzipBytes: 0, cpu: [], gzipCpu: [], rssBefore, rssPeak: 0,
+  };
   for (let round = 0; round < rounds; round++) {
-    result.limit.push(await readLimit());
+    const { one, paged } = await readLimit();
+    result.limit.push(Math.min(one, paged));
+    result.limitOne.push(one);
+    result.limitPaged.push(paged);
     result.transfer.push(await timedGet(transfer.server.ready.url, { 'accept-encoding': 'identity' }, result.bytes));
     let cpu = cpuMs(pid);
     result.api.push(await timedGet(url, plain, result.bytes));
@@ -200,7 +223,7 @@ async function measure(server: ChildServer, cookie: string, limit: Limit, transf
   }
   result.rssPeak = (await sampler.stop()).peak;
   // Each row as soon as it is measured, so a long run that fails later still shows what it got.
-  note(`${db} ${list} ${rows}: limit ${spread(result.limit)} ms, transfer ${spread(result.transfer)} ms, API ${spread(result.api)} ms, gzip ${spread(result.gzip)} ms (${mb(result.gzipBytes)}), server CPU ${spread(result.cpu)} ms, with gzip ${spread(result.gzipCpu)} ms, RSS growth ${mb(result.rssPeak - rssBefore)}`);
+  note(`${db} ${list} ${rows}: limit ${spread(result.limit)} ms (one value ${spread(result.limitOne)}, pages ${spread(result.limitPaged)}), transfer ${spread(result.transfer)} ms, API ${spread(result.api)} ms, gzip ${spread(result.gzip)} ms (${mb(result.gzipBytes)}), server CPU ${spread(result.cpu)} ms, with gzip ${spread(result.gzipCpu)} ms, RSS growth ${mb(result.rssPeak - rssBefore)}`);
   return result;
 }
 
