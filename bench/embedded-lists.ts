@@ -6,8 +6,7 @@
  *
  * IPC, from the benchmark: {type: 'start', url, cookie, lists, minBytes} → the lists fetched in turn, each body
  * received whole and uncompressed, at least one, until {type: 'stop'} → {type: 'stopped', fetched} (or
- * {type: 'stopped', error} at the first failure). Its first
- * message is {type: 'ready'}.
+ * {type: 'stopped', error} at the first failure). Its first message is {type: 'ready'}.
  */
 interface Start {
   type: 'start';

@@ -70,7 +70,7 @@ async function seed(knex: Knex, workspaceId: number, from: number, to: number, a
   await seedOrders(knex, workspaceId, from, to, analyze);
 }
 
-/** The limit's side, a process of its own (lists-limit.ts): stores texts, and reads them back as one value. */
+/** The limit's side, a process of its own (lists-limit.ts): stores texts, and reads them back, as one value and in pages. */
 interface Limit {
   store(list: string, texts: string[]): Promise<void>;
   /**
