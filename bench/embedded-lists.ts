@@ -6,7 +6,7 @@
  *
  * IPC, from the benchmark: {type: 'start', url, cookie, lists, minBytes} → the lists fetched in turn, each body
  * received whole and uncompressed, at least one, until {type: 'stop'} → {type: 'stopped', fetched} (or
- * {type: 'stopped', error} at the first failure). Its first message is {type: 'ready'}.
+ * {type: 'failed', error} at the first failure). Its first message is {type: 'ready'}.
  */
 interface Start {
   type: 'start';
@@ -36,7 +36,7 @@ process.on('message', (message: Start | { type: 'stop' }) => {
     stop = false;
     fetchLists(message).then(
       (fetched) => process.send!({ type: 'stopped', fetched }),
-      (err: Error) => process.send!({ type: 'stopped', fetched: 0, error: err.message }),
+      (err: Error) => process.send!({ type: 'failed', error: err.message }),
     );
   }
 });

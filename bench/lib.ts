@@ -246,7 +246,7 @@ export function startServe(target: Target, extraEnv: NodeJS.ProcessEnv = {}): Pr
 
 export interface Forked {
   child: ChildProcess;
-  /** The next message of this type (listen before triggering it). */
+  /** The next message of this type (listen before triggering it); a `{type: 'failed', error}` from the child rejects it. */
   next<T>(type: string, timeoutMs: number): Promise<T>;
 }
 
@@ -261,10 +261,11 @@ export async function forkScript(script: string, what: string, readyType: string
   });
   const next = <T>(type: string, timeoutMs: number) =>
     new Promise<T>((resolve, reject) => {
-      const onMessage = (message: { type: string }) => {
-        if (message.type !== type) return;
+      const onMessage = (message: { type: string; error?: string }) => {
+        if (message.type !== type && message.type !== 'failed') return;
         done();
-        resolve(message as T);
+        if (message.type === 'failed') reject(new Error(`${what}: ${message.error}`));
+        else resolve(message as T);
       };
       const onExit = (code: number | null, signal: string | null) => {
         done();

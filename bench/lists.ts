@@ -86,20 +86,11 @@ async function startLimit(url?: string): Promise<Limit> {
   const child = await forkScript('./lists-limit.js', 'the limit', 'ready');
   const file = path.join(tempDataDir('lists-limit'), 'texts.json');
   // One question at a time; a failure in the child, or its exit, is thrown here.
-  const ask = <T>(message: Record<string, unknown>, answer: string) =>
-    new Promise<T>((resolve, reject) => {
-      const onMessage = (reply: { type: string; error?: string }) => {
-        if (reply.type !== answer && reply.type !== 'failed') return;
-        done();
-        if (reply.type === 'failed') reject(new Error(`the limit: ${reply.error}`));
-        else resolve(reply as T);
-      };
-      const onExit = (code: number | null) => (done(), reject(new Error(`the limit exited (${code})`)));
-      const done = () => (child.child.off('message', onMessage), child.child.off('exit', onExit));
-      child.child.on('message', onMessage);
-      child.child.once('exit', onExit);
-      child.child.send(message);
-    });
+  const ask = <T>(message: Record<string, unknown>, answer: string): Promise<T> => {
+    const reply = child.next<T>(answer, 600_000);
+    child.child.send(message);
+    return reply;
+  };
   await ask({ type: 'open', url }, 'opened');
   return {
     async store(list, texts) {
