@@ -13,9 +13,9 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import pg, { escapeLiteral } from 'pg';
+import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
-import { copyPage } from '../src/db/copy-out.js';
+import { copyPage, inlineSql } from '../src/db/copy-out.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 
 /** A page of a list's texts: joined by commas, as bytes; how many, and the last `n`. */
@@ -55,8 +55,9 @@ async function postgres(url: string): Promise<Store> {
     },
     async page(list, after, rows) {
       // As the app reads its pages on PostgreSQL (src/db/copy-out.ts): the text as bytes through a binary COPY, not
-      // decoded into a JS string by pg, work the app does not do. COPY takes no parameters: the values written in.
-      const sql = PAGE.replace('$1', escapeLiteral(list)).replace('$2', String(after)).replace('$3', rows === null ? 'all' : String(rows));
+      // decoded into a JS string by pg, work the app does not do. COPY takes no parameters: the values written in, as
+      // the app's are (`inlineSql`); no page size is `limit all`.
+      const sql = inlineSql({ sql: PAGE.replace('$3', rows === null ? 'all' : '$3'), bindings: [list, after, rows] });
       const { text, n, lastId } = await copyPage(client, `copy (${sql}) to stdout (format binary)`);
       return { text, n, last: lastId };
     },
