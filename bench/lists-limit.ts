@@ -1,7 +1,8 @@
 /**
  * The limit of lists.js: PostgreSQL (through `pg`) or a PGlite returning a list's JSON texts, stored as text in a
- * table of their own, as one `string_agg` value and in pages (PAGE), read as bytes as the app reads its pages (a
- * binary COPY on PostgreSQL, src/db/copy-out.ts; the reply off PGlite's wire, src/db/pglite-wire.ts). In a process
+ * table of their own, as one `string_agg` value and in pages, read as bytes as the app reads its pages (a binary
+ * COPY of a page's rows on PostgreSQL, src/db/copy-out.ts; a page's `string_agg` off PGlite's wire,
+ * src/db/pglite-wire.ts). In a process
  * of its own: in the benchmark's, the read shared a heap full of received bodies, and its collections, with the
  * client's work. Forked with an IPC channel by lists.js; not meant to be run by hand.
  *
@@ -15,7 +16,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
-import { copyPage, inlineSql } from '../src/db/copy-out.js';
+import { copyRows, inlineSql } from '../src/db/copy-out.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 
 /** A page of a list's texts: joined by commas, as bytes; how many, and the last `n`. */
@@ -38,10 +39,16 @@ const CREATE = 'create table bench_limit (list text, n int, json text, primary k
  * The texts in order of `n`, as the primary key's index yields them, joined as they come: `string_agg(json, ','
  * order by n)` sorts its input first (PostgreSQL 15 always does), work the app's pages do not do (src/db/pages.ts),
  * and a limit that does more than the app flatters it. The digest the benchmark checks on every read proves the
- * order. `$1` the list, `$2` the last `n` before the page, `$3` its size (null: no limit).
+ * order. `$1` the list, `$2` the last `n` before the page, `$3` its size (null: no limit). On PGlite, as the app's
+ * embedded pages are read (src/db/pages.ts).
  */
 const PAGE = `select count(*)::int as n, max(n) as last, string_agg(json, ',') as json
   from (select n, json from bench_limit where list = $1 and n > $2 order by n limit $3) page`;
+
+/** On PostgreSQL: a page as its rows (`n`, text) in order, as the app's pages are read; `$3` its size. */
+const PG_PAGE = 'select n, json from bench_limit where list = $1 and n > $2 order by n limit $3';
+/** And the whole list as one row (its last `n`, the texts joined in order). */
+const PG_ONE = `select max(n), string_agg(json, ',') from (select n, json from bench_limit where list = $1 and n > $2 order by n) page`;
 
 async function postgres(url: string): Promise<Store> {
   const client = new pg.Client({ connectionString: url });
@@ -54,11 +61,11 @@ async function postgres(url: string): Promise<Store> {
       await client.query('analyze bench_limit');
     },
     async page(list, after, rows) {
-      // As the app reads its pages on PostgreSQL (src/db/copy-out.ts): the text as bytes through a binary COPY, not
-      // decoded into a JS string by pg, work the app does not do. COPY takes no parameters: the values written in, as
-      // the app's are (`inlineSql`); no page size is `limit all`.
-      const sql = inlineSql({ sql: PAGE.replace('$3', rows === null ? 'all' : '$3'), bindings: [list, after, rows] });
-      const { text, n, lastId } = await copyPage(client, `copy (${sql}) to stdout (format binary)`);
+      // As the app reads its pages on PostgreSQL (src/db/copy-out.ts): the texts as bytes through a binary COPY, not
+      // decoded into JS strings by pg, work the app does not do; a page as its rows, joined as they arrive, and the
+      // whole list as one value. COPY takes no parameters: the values written in, as the app's are (`inlineSql`).
+      const sql = inlineSql({ sql: rows === null ? PG_ONE : PG_PAGE, bindings: [list, after, rows] });
+      const { text, n, lastId } = await copyRows(client, `copy (${sql}) to stdout (format binary)`, 1 << 20);
       return { text, n, last: lastId };
     },
     close: () => client.end(),

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
-import { copyPage, inlineSql } from './copy-out.js';
+import { copyRows, inlineSql } from './copy-out.js';
 
 /** Rows per page when a list is streamed from PostgreSQL. */
 export const PAGE_ROWS = 5000;
@@ -34,8 +34,8 @@ export type JsonPage = string | Buffer;
  * workspace through a bitmap, then sorts them for the first page (measured: 85 ms a 1000-row page at 50k rows,
  * quadratic over the list); the ordered index scan it takes instead reads 1000 rows (2 ms).
  *
- * On PostgreSQL through node-postgres a page is one round trip, the same aggregate through
- * `COPY … TO STDOUT (FORMAT binary)`, its text kept as bytes (db/copy-out.ts): node-postgres decodes every
+ * On PostgreSQL through node-postgres a page is one round trip, the page query's rows (id, text) through
+ * `COPY … TO STDOUT (FORMAT binary)`, joined as they arrive and kept as bytes (db/copy-out.ts): node-postgres decodes every
  * ordinary result into a JS string, which the response then encodes back; a CPU profile of the 50k quotes
  * list had those two conversions as most of the server's time, and their strings as most of its memory
  * growth (RSS +138 MB; +14 MB since). The setting goes in the same simple query, local to its implicit
@@ -46,23 +46,29 @@ export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn
   const copy = postgres && !db.isTransaction;
   const rows = postgres ? PAGE_ROWS : EMBEDDED_PAGE_ROWS;
   let after = 0;
+  let previous = 0;
   for (;;) {
     const page = () => base().where(idColumn, '>', after).orderBy(idColumn).limit(rows);
-    const { text, n, lastId } = copy ? await copiedPage(db, page().select(`${idColumn} as id`, db.raw(`(${json})::text as j`))) : await aggregatedPage(db, page, idColumn, json);
+    const { text, n, lastId } = copy
+      ? await copiedPage(db, page().select(db.raw(`${idColumn}::int as id`), db.raw(`(${json})::text as j`)), previous)
+      : await aggregatedPage(db, page, idColumn, json);
     if (!n) return;
     yield text;
     if (n < rows) return;
     after = lastId;
+    previous = text.length;
   }
 }
 
-/** The page through COPY, in one round trip. */
-async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: Buffer; n: number; lastId: number }> {
-  const page = `select count(*)::int, max(id)::int, string_agg(j, ',') from (${inlineSql(query.toSQL().toNative())}) page`;
-  const sql = `set local enable_bitmapscan = off; copy (${page}) to stdout (format binary)`;
+/**
+ * The page through COPY, in one round trip: its rows (id, text) in order, joined by copy-out.ts as they arrive.
+ * `previous`: the last page's length, the room reserved for this one (an eighth more, so that it seldom grows).
+ */
+async function copiedPage(db: Db, query: Knex.QueryBuilder, previous: number): Promise<{ text: Buffer; n: number; lastId: number }> {
+  const sql = `set local enable_bitmapscan = off; copy (${inlineSql(query.toSQL().toNative())}) to stdout (format binary)`;
   const connection = await db.client.acquireConnection();
   try {
-    return await copyPage(connection, sql);
+    return await copyRows(connection, sql, previous ? previous + (previous >> 3) : 256 * 1024);
   } finally {
     await db.client.releaseConnection(connection);
   }
