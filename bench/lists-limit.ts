@@ -8,20 +8,20 @@
  *
  * IPC, from the benchmark: {type: 'open', url?} (PostgreSQL at `url`, else an in-memory PGlite) → {type: 'opened'};
  * {type: 'store', list, file} (the texts, a JSON array of strings, read from `file`) → {type: 'stored'};
- * {type: 'read', list, pageRows} → {type: 'read', one, paged, sha256} (the time of the text read as one value, and
- * in pages of `pageRows`, each alone, and the digest of the text);
+ * {type: 'read', list, pageRows, check} → {type: 'read', one, paged, bytes, sha256?} (the time of the text read as one
+ * value, and in pages of `pageRows`, each alone, its length, and with `check` its digest);
  * {type: 'close'} → {type: 'closed'}. Any failure → {type: 'failed', error}. Its first message is {type: 'ready'}.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
-import { copyRows, inlineSql } from '../src/db/copy-out.js';
+import { copyRows, inlineSql, type LentText } from '../src/db/copy-out.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 
-/** A page of a list's texts: joined by commas, as bytes; how many, and the last `n`. */
+/** A page of a list's texts: joined by commas, as bytes (in chunks lent by the app's pool on PostgreSQL); how many, and the last `n`. */
 interface Page {
-  text: Buffer;
+  text: Buffer | LentText;
   n: number;
   last: number;
 }
@@ -65,7 +65,7 @@ async function postgres(url: string): Promise<Store> {
       // decoded into JS strings by pg, work the app does not do; a page as its rows, joined as they arrive, and the
       // whole list as one value. COPY takes no parameters: the values written in, as the app's are (`inlineSql`).
       const sql = inlineSql({ sql: rows === null ? PG_ONE : PG_PAGE, bindings: [list, after, rows] });
-      const { text, n, lastId } = await copyRows(client, `copy (${sql}) to stdout (format binary)`, 1 << 20);
+      const { text, n, lastId } = await copyRows(client, `copy (${sql}) to stdout (format binary)`);
       return { text, n, last: lastId };
     },
     close: () => client.end(),
@@ -92,29 +92,44 @@ async function embedded(): Promise<Store> {
 }
 
 /**
- * One read of the list, either way, timed alone, and the digest of its text: as one value, and in pages of the app's
- * size (`pageRows`) one after another, as the app's pages are read but nothing else done meanwhile. Which is faster
- * depends on the list's size and the database (one value of 50 MB costs PGlite more than its pages do).
+ * One read of the list, either way, timed alone: as one value, and in pages of the app's size (`pageRows`) one after
+ * another, as the app's pages are read but nothing else done meanwhile. Which is faster depends on the list's size
+ * and the database (one value of 50 MB costs PGlite more than its pages do). Its bytes are counted, and a page's lent
+ * chunks given back as soon as they are, as the app gives them back once written; with `check`, the pages are kept
+ * and their digest taken after the timing.
  */
-async function read(list: string, pageRows: number | null): Promise<{ ms: number; sha256: string }> {
-  const hash = createHash('sha256');
+async function read(list: string, pageRows: number | null, check: boolean): Promise<{ ms: number; bytes: number; sha256?: string }> {
   const started = performance.now();
-  const pages: Buffer[] = [];
+  const pages: Page['text'][] = [];
+  let bytes = 0;
   for (let after = 0; ; ) {
     const page = await store!.page(list, after, pageRows);
-    if (page.n > 0) pages.push(page.text);
+    if (page.n > 0) {
+      bytes += (bytes > 0 ? 1 : 0) + textBytes(page.text);
+      if (check) pages.push(page.text);
+      else giveBack(page.text);
+    }
     if (pageRows === null || page.n < pageRows) break;
     after = page.last;
   }
   const ms = performance.now() - started;
-  pages.forEach((text, i) => (i > 0 && hash.update(','), hash.update(text)));
-  return { ms, sha256: hash.digest('hex') };
+  if (!check) return { ms, bytes };
+  const hash = createHash('sha256');
+  pages.forEach((text, i) => {
+    if (i > 0) hash.update(',');
+    for (const chunk of Buffer.isBuffer(text) ? [text] : text.chunks) hash.update(chunk);
+    giveBack(text);
+  });
+  return { ms, bytes, sha256: hash.digest('hex') };
 }
+
+const textBytes = (text: Page['text']) => (Buffer.isBuffer(text) ? text.length : text.chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+const giveBack = (text: Page['text']) => Buffer.isBuffer(text) || text.chunks.forEach(text.giveBack);
 
 type Message =
   | { type: 'open'; url?: string }
   | { type: 'store'; list: string; file: string }
-  | { type: 'read'; list: string; pageRows: number }
+  | { type: 'read'; list: string; pageRows: number; check: boolean }
   | { type: 'close' };
 
 let store: Store | undefined;
@@ -130,17 +145,17 @@ async function handle(message: Message): Promise<Record<string, unknown>> {
       return { type: 'stored' };
     case 'read': {
       // The two ways take turns going first, so that neither always finds the other's pages in the cache.
-      const { list, pageRows } = message;
+      const { list, pageRows, check } = message;
       let one, paged;
       if (reads++ % 2 === 0) {
-        one = await read(list, null);
-        paged = await read(list, pageRows);
+        one = await read(list, null, check);
+        paged = await read(list, pageRows, check);
       } else {
-        paged = await read(list, pageRows);
-        one = await read(list, null);
+        paged = await read(list, pageRows, check);
+        one = await read(list, null, check);
       }
-      if (one.sha256 !== paged.sha256) throw new Error(`${list}: its pages differ from its one value`);
-      return { type: 'read', one: one.ms, paged: paged.ms, sha256: one.sha256 };
+      if (one.bytes !== paged.bytes || one.sha256 !== paged.sha256) throw new Error(`${list}: its pages differ from its one value`);
+      return { type: 'read', one: one.ms, paged: paged.ms, bytes: one.bytes, sha256: one.sha256 };
     }
     case 'close':
       await store?.close();

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
-import { copyRows, inlineSql } from './copy-out.js';
+import { copyRows, inlineSql, type LentText } from './copy-out.js';
 
 /** Rows per page when a list is streamed from PostgreSQL. */
 export const PAGE_ROWS = 5000;
@@ -13,8 +13,11 @@ export const PAGE_ROWS = 5000;
  */
 export const EMBEDDED_PAGE_ROWS = 1000;
 
-/** A page of a list: the records' JSON texts joined by commas, as text or as its UTF-8 bytes. */
-export type JsonPage = string | Buffer;
+/**
+ * A page of a list: the records' JSON texts joined by commas, as text or as its UTF-8 bytes (in one buffer, or in
+ * chunks lent by db/chunk-pool.ts, to be given back once written).
+ */
+export type JsonPage = string | Buffer | LentText;
 
 /**
  * A list as JSON text, in keyset pages: each page is one query for the next PAGE_ROWS rows by id, turned
@@ -46,29 +49,22 @@ export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn
   const copy = postgres && !db.isTransaction;
   const rows = postgres ? PAGE_ROWS : EMBEDDED_PAGE_ROWS;
   let after = 0;
-  let previous = 0;
   for (;;) {
     const page = () => base().where(idColumn, '>', after).orderBy(idColumn).limit(rows);
-    const { text, n, lastId } = copy
-      ? await copiedPage(db, page().select(db.raw(`${idColumn}::int as id`), db.raw(`(${json})::text as j`)), previous)
-      : await aggregatedPage(db, page, idColumn, json);
+    const { text, n, lastId } = copy ? await copiedPage(db, page().select(db.raw(`${idColumn}::int as id`), db.raw(`(${json})::text as j`))) : await aggregatedPage(db, page, idColumn, json);
     if (!n) return;
     yield text;
     if (n < rows) return;
     after = lastId;
-    previous = text.length;
   }
 }
 
-/**
- * The page through COPY, in one round trip: its rows (id, text) in order, joined by copy-out.ts as they arrive.
- * `previous`: the last page's length, the room reserved for this one (an eighth more, so that it seldom grows).
- */
-async function copiedPage(db: Db, query: Knex.QueryBuilder, previous: number): Promise<{ text: Buffer; n: number; lastId: number }> {
+/** The page through COPY, in one round trip: its rows (id, text) in order, joined by copy-out.ts as they arrive. */
+async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: LentText; n: number; lastId: number }> {
   const sql = `set local enable_bitmapscan = off; copy (${inlineSql(query.toSQL().toNative())}) to stdout (format binary)`;
   const connection = await db.client.acquireConnection();
   try {
-    return await copyRows(connection, sql, previous ? previous + (previous >> 3) : 256 * 1024);
+    return await copyRows(connection, sql);
   } finally {
     await db.client.releaseConnection(connection);
   }

@@ -1,4 +1,4 @@
-import { Readable, pipeline } from 'node:stream';
+import { pipeline, type Writable } from 'node:stream';
 import zlib from 'node:zlib';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
@@ -55,8 +55,14 @@ export class Reply {
 /** Answers with a status other than the route's default, e.g. 201 for a created record. */
 export const reply = (status: number, data: Record<string, unknown> | JsonText) => new Reply(status, data);
 
-/** A page of a streamed list: comma-separated JSON values, as text or UTF-8 bytes (see db/pages.ts). */
-type Page = string | Buffer;
+/** A page's UTF-8 bytes in chunks lent by db/chunk-pool.ts: each is given back once written. */
+interface LentText {
+  readonly chunks: readonly Buffer[];
+  giveBack(chunk: Buffer): void;
+}
+
+/** A page of a streamed list: comma-separated JSON values, as text or UTF-8 bytes, whole or in lent chunks (see db/pages.ts). */
+type Page = string | Buffer | LentText;
 
 /** A list streamed as `data.<key>`: pages of comma-separated JSON values (see db/pages.ts). */
 export class JsonList {
@@ -76,20 +82,60 @@ export class JsonText {
 export const jsonText = (text: string) => new JsonText(text);
 
 /**
- * The envelope around the pages. The next page is asked for as soon as the current one is in hand, so its
- * query runs while the current one is written (the stream's own read-ahead would stop at the comma, a chunk of
- * its own so that no page is copied to prefix it). At most the page being written and the next are held.
+ * Sends a list: the envelope around its pages, compressed as it streams when the client accepts it. The next page
+ * is asked for as soon as the current one is in hand, so its query runs while the current one is written; at most
+ * the page being written and the next are held. Written here, not handed to koa as a stream to pipe: a page's chunks
+ * are lent, and a write's callback is the one sign that their bytes have left (into the socket, or into the
+ * compressor) and the chunk may be given back. A failure after the first byte cuts the answer short (the client
+ * sees a broken response, never a well-formed partial list) and is reported as koa reports a failing stream.
  */
-async function* listBody(key: string, first: IteratorResult<Page>, rest: AsyncIterator<Page>): AsyncGenerator<Page> {
-  yield `{"version":"v1","data":{${JSON.stringify(key)}:[`;
-  for (let current = first; !current.done; ) {
-    const next = rest.next();
-    next.catch(() => {}); // handled where it is awaited; not an unhandled rejection while this page is written
-    yield current.value;
-    current = await next;
-    if (!current.done) yield ',';
+async function sendList(ctx: Context, key: string, first: IteratorResult<Page>, rest: AsyncIterator<Page>): Promise<void> {
+  const res = ctx.res;
+  const out = listOutput(ctx);
+  ctx.respond = false; // koa leaves the response to this function
+  const write = async (text: string) => {
+    if (!out.write(text)) await drained(out, res);
+  };
+  try {
+    if (ctx.method === 'HEAD') return void res.end();
+    await write(`{"version":"v1","data":{${JSON.stringify(key)}:[`);
+    for (let current = first; !current.done && !res.destroyed; ) {
+      const next = rest.next();
+      next.catch(() => {}); // handled where it is awaited; not an unhandled rejection while this page is written
+      const page = current.value;
+      if (typeof page === 'string' || Buffer.isBuffer(page)) {
+        if (!out.write(page)) await drained(out, res);
+      } else {
+        // One writev for the page's chunks; each given back once written, and never after a failed write.
+        out.cork();
+        for (const chunk of page.chunks) out.write(chunk, (err) => err || page.giveBack(chunk));
+        out.uncork();
+        if (out.writableNeedDrain) await drained(out, res);
+      }
+      current = await next;
+      if (!current.done) await write(',');
+    }
+    if (!res.destroyed) out.end(']}}');
+  } catch (err) {
+    res.destroy();
+    ctx.app.emit('error', err, ctx);
+  } finally {
+    await rest.return?.();
   }
-  yield ']}}';
+}
+
+/** Resolves once `out` can take more, or once the answer is over (the client went away, or it failed). */
+function drained(out: Writable, res: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    if (res.destroyed) return resolve();
+    const done = () => {
+      out.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    out.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 type Handler<B extends z.ZodType, Q extends z.ZodType> = (input: HandlerInput<B, Q>) => Promise<Record<string, unknown> | Reply | JsonList | JsonText>;
@@ -199,8 +245,7 @@ export class Api {
           const first = await pages.next();
           ctx.status = def.status ?? 200;
           ctx.type = 'application/json';
-          // One page buffered ahead at most (Readable.from would read 16 ahead: 16 pages of up to ~7 MB).
-          ctx.body = compressed(ctx, Readable.from(listBody(result.key, first, pages), { highWaterMark: 1 }));
+          await sendList(ctx, result.key, first, pages);
           return;
         }
         const { status, data } = result instanceof Reply ? result : { status: def.status ?? 200, data: result };
@@ -238,19 +283,20 @@ function areaOf(path: string): string | undefined {
 }
 
 /**
- * A streamed list, gzip- or br-compressed as it streams when the client accepts it (fast levels: lists
- * are large and compressing them is CPU the event loop shares). Other answers are compressed by the
- * app's koa-compress middleware, which leaves this one alone once Content-Encoding is set.
+ * Where a streamed list is written: the response, or a gzip or br compressor into it when the client accepts one
+ * (fast levels: lists are large and compressing them is CPU the event loop shares). Other answers are compressed by
+ * the app's koa-compress middleware, which leaves a list alone (it sets no body).
  */
-function compressed(ctx: Context, body: Readable): Readable {
+function listOutput(ctx: Context): Writable {
   ctx.vary('Accept-Encoding');
   const encoding = ctx.acceptsEncodings('br', 'gzip', 'identity');
-  if (encoding !== 'br' && encoding !== 'gzip') return body;
+  if (encoding !== 'br' && encoding !== 'gzip') return ctx.res;
   ctx.set('Content-Encoding', encoding);
   const compressor =
     encoding === 'br' ? zlib.createBrotliCompress({ params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 } }) : zlib.createGzip({ level: 1 });
   // pipeline destroys both streams if either fails or the client goes away.
-  return pipeline(body, compressor, () => {});
+  pipeline(compressor, ctx.res, () => {});
+  return compressor;
 }
 
 /** The checks of `ApiOptions.checkResponses` for one request. */
@@ -269,7 +315,8 @@ function contractCheck(report: (problem: string) => void, def: RouteDef<z.ZodTyp
     },
     async *pages(list: JsonList): AsyncGenerator<Page> {
       for await (const page of list.pages) {
-        const problem = responseProblems(def.response, { [list.key]: JSON.parse(`[${page}]`) });
+        const text = typeof page === 'string' || Buffer.isBuffer(page) ? page : Buffer.concat(page.chunks); // a character may span two chunks
+        const problem = responseProblems(def.response, { [list.key]: JSON.parse(`[${text}]`) });
         if (problem) fail(problem);
         yield page;
       }
