@@ -17,11 +17,11 @@ import fs from 'node:fs';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { copyRows, inlineSql, type LentText } from '../src/db/copy-out.js';
-import { queryTextAsBytes } from '../src/db/pglite-wire.js';
+import { queryTextAsBytes, reusePageReply } from '../src/db/pglite-wire.js';
 
-/** A page of a list's texts: joined by commas, as bytes (in chunks lent by the app's pool on PostgreSQL); how many, and the last `n`. */
+/** A page of a list's texts: joined by commas, as bytes lent as the app's are (db/chunk-pool.ts, pglite-wire.ts); how many, and the last `n`. */
 interface Page {
-  text: Buffer | LentText;
+  text: LentText;
   n: number;
   last: number;
 }
@@ -85,7 +85,8 @@ async function embedded(): Promise<Store> {
       // Bytes off the wire, not decoded into a string: PGlite's query() decodes every text value in JavaScript,
       // which is not the database's work and which the app's list pages do not pay either (src/db/pglite-wire.ts).
       const [row] = (await queryTextAsBytes(db, PAGE, [list, after, rows])).rows as { n: number; last: number | null; json: Buffer | null }[];
-      return { text: row.json ?? Buffer.alloc(0), n: row.n, last: row.last ?? after };
+      // Its reply buffer reused for a later page once given back, as the app's are.
+      return { text: { chunks: row.json ? [row.json] : [], giveBack: (chunk) => reusePageReply(chunk.buffer as ArrayBuffer) }, n: row.n, last: row.last ?? after };
     },
     close: () => db.close(),
   };
@@ -100,7 +101,7 @@ async function embedded(): Promise<Store> {
  */
 async function read(list: string, pageRows: number | null, check: boolean): Promise<{ ms: number; bytes: number; sha256?: string }> {
   const started = performance.now();
-  const pages: Page['text'][] = [];
+  const pages: LentText[] = [];
   let bytes = 0;
   for (let after = 0; ; ) {
     const page = await store!.page(list, after, pageRows);
@@ -117,14 +118,14 @@ async function read(list: string, pageRows: number | null, check: boolean): Prom
   const hash = createHash('sha256');
   pages.forEach((text, i) => {
     if (i > 0) hash.update(',');
-    for (const chunk of Buffer.isBuffer(text) ? [text] : text.chunks) hash.update(chunk);
+    for (const chunk of text.chunks) hash.update(chunk);
     giveBack(text);
   });
   return { ms, bytes, sha256: hash.digest('hex') };
 }
 
-const textBytes = (text: Page['text']) => (Buffer.isBuffer(text) ? text.length : text.chunks.reduce((sum, chunk) => sum + chunk.length, 0));
-const giveBack = (text: Page['text']) => Buffer.isBuffer(text) || text.chunks.forEach(text.giveBack);
+const textBytes = (text: LentText) => text.chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+const giveBack = (text: LentText) => text.chunks.forEach((chunk) => text.giveBack(chunk));
 
 type Message =
   | { type: 'open'; url?: string }

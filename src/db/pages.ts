@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
 import { copyRows, inlineSql, type LentText } from './copy-out.js';
+import { giveBackBytes } from './pglite-thread.js';
 
 /** Rows per page when a list is streamed from PostgreSQL. */
 export const PAGE_ROWS = 5000;
@@ -74,7 +75,8 @@ async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: Len
  * The page as one `string_agg` value, with bitmap scans off for it: on the embedded database, and inside a
  * transaction. On the embedded database it is one round trip to PGlite's thread (setting, statement and
  * transaction together) and its text arrives as bytes (db/pglite-wire.ts), sent on as they are, as COPY's are on
- * PostgreSQL (GET /quotes of 50k rows: 712 → 262 ms in bench/lists.ts).
+ * PostgreSQL (GET /quotes of 50k rows: 712 → 262 ms in bench/lists.ts), and the buffer they arrived in goes back to
+ * the thread for a later page once they are sent (db/pglite-thread.ts `giveBackBytes`).
  */
 async function aggregatedPage(db: Db, page: () => Knex.QueryBuilder, idColumn: string, json: string): Promise<{ text: JsonPage; n: number; lastId: number }> {
   const aggregate = (q: Db) => q.from(page().select(`${idColumn} as id`, q.raw(`${json} as j`)).as('page')).select(q.raw(`string_agg(j::text, ',') as json, max(id) as last_id, count(*)::int as n`));
@@ -85,5 +87,7 @@ async function aggregatedPage(db: Db, page: () => Knex.QueryBuilder, idColumn: s
           return aggregate(trx);
         })
       : await aggregate(db).options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' } });
-  return { text: row.json, n: row.n, lastId: row.last_id };
+  // From PGlite's thread, bytes lent: its reply buffer goes back to the thread once the page is sent.
+  const text: JsonPage = Buffer.isBuffer(row.json) ? { chunks: [row.json], giveBack: giveBackBytes } : row.json;
+  return { text, n: row.n, lastId: row.last_id };
 }

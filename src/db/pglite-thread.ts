@@ -27,7 +27,8 @@ type Operation =
   | { op: 'dump'; compression?: 'auto' | 'gzip' | 'none' }
   | { op: 'close' };
 
-export type ThreadRequest = { id: number } & Operation;
+/** A call, answered by a reply with its id; or a list page's reply buffer handed back, unanswered (`giveBackBytes`). */
+export type ThreadRequest = ({ id: number } & Operation) | { op: 'reuse'; buffer: ArrayBuffer };
 
 export type WireError = { message: string; name?: string } & Record<string, unknown>;
 
@@ -127,8 +128,13 @@ export class PgliteThread {
    */
   async query<T = Record<string, unknown>>(sql: string, params?: unknown[], options?: Record<string, unknown>): Promise<Results<T>> {
     const result = await this.call<Results<T>>({ op: 'query', sql, params, options });
-    if (options?.textAsBytes) for (const row of result.rows as Record<string, unknown>[]) asBuffers(row);
+    if (options?.textAsBytes) for (const row of result.rows as Record<string, unknown>[]) asBuffers(row, this);
     return result;
+  }
+
+  /** A reply's buffer back to the thread, which reads its next list page into it (pglite-wire.ts ReplySize). */
+  reuse(buffer: ArrayBuffer): void {
+    if (!this.stopped) this.worker.postMessage({ op: 'reuse', buffer } satisfies ThreadRequest, [buffer]);
   }
 
   exec(sql: string): Promise<Results[]> {
@@ -166,9 +172,28 @@ export class PgliteThread {
   }
 }
 
+/** The thread each reply buffer of byte values came from, until it is given back. */
+const lentBy = new WeakMap<ArrayBufferLike, PgliteThread>();
+
 /** Byte values come through postMessage as plain Uint8Array views of the transferred buffer: Buffers again, no copy. */
-function asBuffers(row: Record<string, unknown>): void {
-  for (const [key, value] of Object.entries(row)) if (value instanceof Uint8Array) row[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+function asBuffers(row: Record<string, unknown>, thread: PgliteThread): void {
+  for (const [key, value] of Object.entries(row)) {
+    if (!(value instanceof Uint8Array)) continue;
+    row[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    lentBy.set(value.buffer, thread);
+  }
+}
+
+/**
+ * Gives a byte value of a `textAsBytes` query back to its thread, once it has been sent and nothing reads it (a list
+ * page: src/http/api.ts calls this from its write's callback). Its whole reply buffer goes back, moved (not copied)
+ * to the thread: every view of it here is then empty. Anything else, or a second call, is ignored.
+ */
+export function giveBackBytes(value: Buffer): void {
+  const thread = lentBy.get(value.buffer);
+  if (!thread) return;
+  lentBy.delete(value.buffer);
+  thread.reuse(value.buffer as ArrayBuffer);
 }
 
 /** PGlite started in its own thread; rejects when it cannot open (the thread is then gone). */

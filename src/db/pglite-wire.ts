@@ -17,19 +17,42 @@ export interface RawPglite {
   parsers: Record<number, (text: string, typeId: number) => unknown>;
 }
 
-/** The size of the last reply of a kind: the next one of that kind is read into a buffer that large (grown if need be). */
+/**
+ * The size of the last reply of a kind: the next one of that kind is read into a buffer that large (grown if need be),
+ * one given back (`reuse`) when there is one that large. List pages give their buffers back once sent (the server's
+ * thread returns them: pglite-worker.ts), so that a long list reuses a few instead of allocating one per page: fresh
+ * memory costs more to write than memory reused, and every buffer dropped is work for the collector on both threads.
+ */
 export class ReplySize {
+  private readonly spare: ArrayBuffer[] = [];
+
   constructor(
     private readonly least: number,
     public last = least,
   ) {}
+
   saw(size: number): void {
     this.last = Math.max(size, this.least);
   }
+
+  /** A buffer for the next reply: a spare one if large enough. Its own ArrayBuffer, never a slice of Node's shared pool. */
+  take(): Buffer {
+    const spare = this.spare.pop();
+    if (spare && spare.byteLength >= this.last) return Buffer.from(spare);
+    return Buffer.allocUnsafeSlow(this.last);
+  }
+
+  /** A reply's buffer whose values are no longer read: kept for a later reply (a few at most). */
+  reuse(buffer: ArrayBuffer): void {
+    if (this.spare.length < 4) this.spare.push(buffer);
+  }
 }
 
-/** List pages: hundreds of kilobytes each. */
+/** List pages: hundreds of kilobytes each. Their buffers come back through `reusePageReply`. */
 const pageSize = new ReplySize(64 * 1024);
+
+/** A list page's reply buffer (queryTextAsBytes), given back once its text has been sent. */
+export const reusePageReply = (buffer: ArrayBuffer) => pageSize.reuse(buffer);
 
 /** PostgreSQL's `text` type: its values stay bytes. */
 const TEXT_OID = 25;
@@ -80,10 +103,10 @@ export async function queryTextAsBytes(pglite: RawPglite, sql: string, params: u
  * The reply to `message` (protocol messages PGlite runs in one pass), as the bytes PostgreSQL wrote. The chunk PGlite
  * hands over is a view of its memory, reused for the next one: copied at once, into a buffer of the size of the last
  * reply of the same kind (`size`: replies of one kind are alike), grown if need be. Its own ArrayBuffer, never a
- * slice of Node's shared pool: it can be transferred whole to the server's thread.
+ * slice of Node's shared pool: it can be transferred whole to the server's thread, and back.
  */
 export async function rawReply(pglite: RawPglite, message: Uint8Array, size: ReplySize): Promise<Buffer> {
-  let reply = Buffer.allocUnsafeSlow(size.last);
+  let reply = size.take();
   let length = 0;
   await pglite.execProtocolRawStream(message, {
     onRawData: (chunk) => {

@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions, type Results } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import type { ThreadRequest, ThreadReply, ThreadOptions, WireError } from './pglite-thread.js';
-import { queryTextAsBytes, rawReply, readReply, ReplySize } from './pglite-wire.js';
+import { queryTextAsBytes, rawReply, readReply, ReplySize, reusePageReply } from './pglite-wire.js';
 
 const port = parentPort!;
 const options = workerData as ThreadOptions;
@@ -103,7 +103,7 @@ function forwardNotifications(notifications: { channel: string; payload: string 
   }
 }
 
-async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
+async function run(request: Exclude<ThreadRequest, { op: 'reuse' }>): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
   switch (request.op) {
     case 'query':
       if (request.options?.textAsBytes) return bytesQuery(request.sql, request.params, request.options.settings as Record<string, string> | undefined);
@@ -140,6 +140,7 @@ async function run(request: ThreadRequest): Promise<{ value: unknown; transfer?:
 }
 
 port.on('message', (request: ThreadRequest) => {
+  if (request.op === 'reuse') return reusePageReply(request.buffer);
   run(request).then(
     ({ value, transfer }) => port.postMessage({ type: 'reply', id: request.id, ok: true, value } satisfies ThreadReply, transfer),
     (err: unknown) => port.postMessage({ type: 'reply', id: request.id, ok: false, error: wireError(err) } satisfies ThreadReply),
