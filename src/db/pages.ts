@@ -8,11 +8,12 @@ export const PAGE_ROWS = 5000;
 
 /**
  * Rows per page on the embedded database. PGlite runs one statement at a time, so every other request
- * (`/healthz` included) waits for the page being read: a 5,000-row page took ~170 ms there, the p99 of
- * `/healthz` during long lists (bench/embedded.ts); a fifth of that bounds the wait at a few tens of
- * milliseconds, at the cost of more, cheaper, in-process round trips.
+ * (`/healthz` included) waits for the page being read, and a page is also a round trip to PGlite's thread.
+ * bench/embedded.ts and bench/lists.ts, 50k-row lists: with 1,000 rows `/healthz` p99 25–29 ms during the lists
+ * and the quotes list 193 ms; with 5,000, 95–103 ms (a page of products and their variants is the longest) and
+ * 131 ms; with 2,000, 34 ms and 134 ms.
  */
-export const EMBEDDED_PAGE_ROWS = 1000;
+export const EMBEDDED_PAGE_ROWS = 2000;
 
 /**
  * A page of a list: the records' JSON texts joined by commas, as text or as its UTF-8 bytes (in one buffer, or in
