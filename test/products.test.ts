@@ -419,3 +419,40 @@ test('text PostgreSQL cannot store (NUL, unpaired surrogates) is a 422 naming th
   t.is(q.status, 422);
   t.regex(q.body.error, /^q: /);
 });
+
+// The product's stored text (list_json) is rewritten by the statement that writes a variant: see migration
+// 20261125120000_product_list_json. Two transactions adding variants to one product at once must each read the
+// other's committed variant, or the text keeps only one of them.
+test('two transactions adding variants to one product at once: the product holds both, in its list and its read', async (t) => {
+  if (!usingPostgres) {
+    t.log('skipped: PGlite runs one transaction at a time (set TEST_DATABASE_URL to run it on PostgreSQL)');
+    return t.pass();
+  }
+  const product = await createProduct(owner, { sku: sku('BOTH'), name: 'Two writers' });
+  const insert = (trx: typeof app.db, variantSku: string) =>
+    trx.raw(`insert into variants (workspace_id, product_id, sku, name, price) values (?, ?, ?, ?, 5)`, [owner.workspace.id, product.id, variantSku, variantSku]);
+  const first = await app.db.transaction();
+  const second = await app.db.transaction();
+  try {
+    await insert(first, `${product.sku}-A`);
+    // Sent now (a knex query runs when awaited or then'd); it waits for the first to commit: the first holds the product.
+    const waiting = insert(second, `${product.sku}-B`).then(() => undefined);
+    // Committed only once the second is seen waiting for its lock, so that the two truly overlap.
+    for (let tries = 0; ; tries++) {
+      const { rows } = await app.db.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+      if (rows[0].n > 0) break;
+      if (tries > 600) throw new Error('the second transaction never waited for the first');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await first.commit();
+    await waiting;
+    await second.commit();
+  } finally {
+    if (!first.isCompleted()) await first.rollback();
+    if (!second.isCompleted()) await second.rollback();
+  }
+  const read = await owner.client.get(`/api/v1/products/${product.id}`);
+  t.deepEqual(read.body.data.product.variants.map((v: { sku: string }) => v.sku), [`${product.sku}-A`, `${product.sku}-B`]);
+  const listed = (await owner.client.get('/api/v1/products')).body.data.products.find((p: { id: number }) => p.id === product.id);
+  t.deepEqual(listed, read.body.data.product);
+});

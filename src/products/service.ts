@@ -11,18 +11,13 @@ import type { ProductChanges, ProductInput, VariantChanges, VariantInput } from 
 export const variantJson = (v = 'v') => `${v}.api_json::json`;
 
 /**
- * A product with its variants (by id) as JSON text: the product's stored text with
- * `"variants":[…]` (the variants' stored texts) put before its closing brace (`api_json_head` is the
- * stored text without it, kept by PostgreSQL: migration 20261123200000). The variants are
- * found through (workspace_id, product_id, id), one index range per product, and joined in the order
- * that subquery yields them (an ordered aggregate would sort them again per product: see db/pages.ts).
+ * A product with its variants (by id) as JSON text: stored in its row (`list_json`), kept by the statements that
+ * write the product or its variants (migration 20261125120000_product_list_json).
  */
-const productText = (p = 'p') =>
-  `${p}.api_json_head || ',"variants":[' || coalesce((select string_agg(v.api_json, ',') from (select pv.api_json from variants pv ` +
-  `where pv.workspace_id = ${p}.workspace_id and pv.product_id = ${p}.id order by pv.id) v), '') || ']}'`;
+const productText = (p = 'p') => `${p}.list_json`;
 
 /** The API shape of a product, variants embedded, as json: single reads, the list and every write response agree to the byte. */
-export const productJson = (p = 'p') => `(${productText(p)})::json`;
+export const productJson = (p = 'p') => `${productText(p)}::json`;
 
 export type VariantJson = Record<string, unknown> & { id: number; sku: string; price: string | null };
 export type ProductJson = Record<string, unknown> & { id: number; sku: string; variants: VariantJson[] };
