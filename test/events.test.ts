@@ -99,3 +99,58 @@ test.serial('a failing emitter on quote creation is logged and swallowed: the qu
   t.deepEqual(read.body.data.activities.map((a: any) => a.type), ['created']);
   t.deepEqual(logs.filter((l) => l.msg === 'event not emitted').map((l) => l.type), ['quote.created']);
 });
+
+test.serial('a transition is written by one statement: its event data is the answer, byte for byte, with the activity and timestamp', async (t) => {
+  const created = await owner.client.post('/api/v1/quotes', { customer: { email: 'moved@example.com' }, lines: [{ description: 'Moved', price: '2.00' }], notes: 'Grüße' });
+  const id = created.body.data.quote.id;
+  const sent = await owner.client.post(`/api/v1/quotes/${id}/send`, { notify: false });
+  t.is(sent.status, 200);
+  t.is(sent.body.data.quote.status, 'sent');
+  t.truthy(sent.body.data.quote.sent_at);
+  t.is(sent.body.data.quote.accepted_at, null);
+  const accepted = await owner.client.post(`/api/v1/quotes/${id}/accept`);
+  t.is(accepted.status, 200);
+  t.is(accepted.body.data.quote.sent_at, sent.body.data.quote.sent_at);
+  t.truthy(accepted.body.data.quote.accepted_at);
+  for (const [type, answer] of [['quote.sent', sent], ['quote.accepted', accepted]] as const) {
+    const { rows } = await app.db.raw(`select data::text as text from events where workspace_id = ? and type = ? and data->'quote'->>'id' = ?`, [owner.workspace.id, type, String(id)]);
+    t.is(rows.length, 1, type);
+    t.is(rows[0].text, JSON.stringify({ quote: answer.body.data.quote }), type);
+  }
+  const read = await owner.client.get(`/api/v1/quotes/${id}`);
+  t.deepEqual(read.body.data.quote, accepted.body.data.quote);
+  t.deepEqual(
+    read.body.data.activities.map((a: any) => [a.type, a.message]),
+    [['created', `Quote ${read.body.data.quote.quote_number} created.`], ['sent', `Quote ${read.body.data.quote.quote_number} sent.`], ['accepted', `Quote ${read.body.data.quote.quote_number} accepted.`]],
+  );
+  // Not allowed from accepted: 409 naming the status, nothing written.
+  const events = async () => (await app.db('events').where({ workspace_id: owner.workspace.id })).length;
+  const before = await events();
+  const declined = await owner.client.post(`/api/v1/quotes/${id}/decline`);
+  t.is(declined.status, 409);
+  t.regex(declined.body.error, /is accepted/);
+  t.is(await events(), before);
+  t.deepEqual((await owner.client.get(`/api/v1/quotes/${id}`)).body.data, read.body.data);
+});
+
+test.serial('a failing emitter on a transition is logged and swallowed: the quote moves and has its activity', async (t) => {
+  const created = await owner.client.post('/api/v1/quotes', { customer: { email: 'moving@example.com' }, lines: [{ description: 'Survivor', price: '1.00' }] });
+  const id = created.body.data.quote.id;
+  await app.db.schema.renameTable('events', 'events_unavailable');
+  let logs: Record<string, any>[] = [];
+  let cancelled: any;
+  try {
+    ({ logs } = await captureLogs(async () => {
+      cancelled = await owner.client.post(`/api/v1/quotes/${id}/cancel`);
+    }));
+  } finally {
+    await app.db.schema.renameTable('events_unavailable', 'events');
+  }
+  t.is(cancelled.status, 200);
+  t.is(cancelled.body.data.quote.status, 'cancelled');
+  t.truthy(cancelled.body.data.quote.cancelled_at);
+  const read = await owner.client.get(`/api/v1/quotes/${id}`);
+  t.deepEqual(read.body.data.quote, cancelled.body.data.quote);
+  t.deepEqual(read.body.data.activities.map((a: any) => a.type), ['created', 'cancelled']);
+  t.deepEqual(logs.filter((l) => l.msg === 'event not emitted').map((l) => l.type), ['quote.cancelled']);
+});
