@@ -154,3 +154,24 @@ test.serial('a failing emitter on a transition is logged and swallowed: the quot
   t.deepEqual(read.body.data.activities.map((a: any) => a.type), ['created', 'cancelled']);
   t.deepEqual(logs.filter((l) => l.msg === 'event not emitted').map((l) => l.type), ['quote.cancelled']);
 });
+
+test.serial('a failing emitter on a conversion is logged and swallowed: the order is written with its items and totals', async (t) => {
+  const created = await owner.client.post('/api/v1/quotes', { customer: { email: 'converting@example.com' }, tax_rate: '10', lines: [{ description: 'One', price: '1.00' }, { description: 'Two', quantity: '2', price: '2.50' }] });
+  const id = created.body.data.quote.id;
+  for (const step of ['send', 'accept']) t.is((await owner.client.post(`/api/v1/quotes/${id}/${step}`, { notify: false })).status, 200);
+  await app.db.schema.renameTable('events', 'events_unavailable');
+  let logs: Record<string, any>[] = [];
+  let converted: any;
+  try {
+    ({ logs } = await captureLogs(async () => {
+      converted = await owner.client.post(`/api/v1/quotes/${id}/convert`);
+    }));
+  } finally {
+    await app.db.schema.renameTable('events_unavailable', 'events');
+  }
+  t.is(converted.status, 201);
+  t.like(converted.body.data.order, { subtotal: '6.00', tax_amount: '0.60', total: '6.60', quote_id: id });
+  t.deepEqual(converted.body.data.items.map((i: any) => i.description), ['One', 'Two']);
+  t.deepEqual((await owner.client.get(`/api/v1/orders/${converted.body.data.order.id}`)).body.data, converted.body.data);
+  t.deepEqual(logs.filter((l) => l.msg === 'event not emitted').map((l) => l.type), ['order.created']);
+});

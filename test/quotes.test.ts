@@ -605,8 +605,11 @@ test('convert: accepted or paid only; the order copies items and totals; 201 the
   const created = (await events(owner, 'order.created')).filter((e) => e.data.order.id === order.id);
   t.is(created.length, 1);
   t.deepEqual(created[0].data, { order, items });
+  // Written by the converting statement: the event's text is the answer's, byte for byte.
+  const { rows } = await app.db.raw(`select data::text as text from events where workspace_id = ? and type = 'order.created' and data->'order'->>'id' = ?`, [owner.workspace.id, String(order.id)]);
+  t.is(rows[0].text, JSON.stringify({ order, items }));
   t.deepEqual((await owner.client.get(`/api/v1/orders/${order.id}`)).body.data, { order, items });
-  t.like((await get(quote.id)).activities.at(-1), { type: 'converted', actor: 'user' });
+  t.like((await get(quote.id)).activities.at(-1), { type: 'converted', actor: 'user', message: `Converted to order ${quote.quote_number} (id ${order.id}).` });
 
   const paid = await quoteIn('paid');
   const fromPaid = await owner.client.post(`/api/v1/quotes/${paid.id}/convert`);
