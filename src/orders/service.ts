@@ -30,8 +30,9 @@ export const itemJson = (i = 'i') => `json_build_object(${itemFields(i).map(([ke
 /** The same item as compact JSON text (row_to_json's output, what JSON.stringify prints): for bodies built in SQL. */
 export const itemJsonText = (i = 'i') => `row_to_json((select r from (select ${itemFields(i).map(([key, expr]) => `${expr} as "${key}"`).join(', ')}) r))::text`;
 
-async function orderById(db: Db, workspaceId: number, id: number): Promise<OrderJson> {
-  const row = await scoped(db, 'orders as o', workspaceId).where('o.id', id).first(db.raw(`${orderJson()} as json`));
+async function orderById(db: Db, workspaceId: number, id: number, lock = false): Promise<OrderJson> {
+  const query = scoped(db, 'orders as o', workspaceId).where('o.id', id);
+  const row = await (lock ? query.forUpdate() : query).first(db.raw(`${orderJson()} as json`));
   if (!row) throw new NotFound('Order not found.');
   return row.json;
 }
@@ -45,9 +46,9 @@ async function withItems(db: Db, workspaceId: number, id: number) {
   return { order: await orderById(db, workspaceId, id), items: await itemsOf(db, workspaceId, id) };
 }
 
+/** The order, after the caller's channel access is checked. `lock`: read with its row locked until the transaction ends. */
 async function accessibleOrder(db: Db, access: Access, id: number, need: 'read' | 'write', lock = false): Promise<OrderJson> {
-  if (lock && !(await scoped(db, 'orders', access.workspaceId).where({ id }).forUpdate().first('id'))) throw new NotFound('Order not found.');
-  const order = await orderById(db, access.workspaceId, id);
+  const order = await orderById(db, access.workspaceId, id, lock);
   await assertChannelAccess(db, access, order.channel_id, need);
   return order;
 }

@@ -52,8 +52,10 @@ const timestampOf: Partial<Record<QuoteStatus, string>> = {
   paid: 'paid_at',
 };
 
-export async function quoteById(db: Db, access: Access, id: number): Promise<QuoteJson> {
-  const row = await scoped(db, 'quotes as q', access.workspaceId).where('q.id', id).first(db.raw(`${quoteJson()} as json`));
+/** The quote's JSON; `lock`: read with its row locked until the transaction ends (FOR UPDATE), in the same statement. */
+export async function quoteById(db: Db, access: Access, id: number, lock = false): Promise<QuoteJson> {
+  const query = scoped(db, 'quotes as q', access.workspaceId).where('q.id', id);
+  const row = await (lock ? query.forUpdate() : query).first(db.raw(`${quoteJson()} as json`));
   if (!row) throw new NotFound('Quote not found.');
   return row.json;
 }
@@ -73,20 +75,11 @@ export async function recordActivity(db: Db, access: Access, quoteId: number, ty
   await db('quote_activities').insert({ workspace_id: access.workspaceId, quote_id: quoteId, type, actor: access.actor, message });
 }
 
-/**
- * The quote, after the caller's channel access is checked (read, or write for changes). `lock`: read with its row
- * locked until the transaction ends (FOR UPDATE), in the same statement.
- */
+/** The quote, after the caller's channel access is checked (read, or write for changes); `lock` as for quoteById. */
 async function accessibleQuote(db: Db, access: Access, id: number, need: 'read' | 'write', lock = false): Promise<QuoteJson> {
-  const quote = lock ? await lockedQuoteById(db, access, id) : await quoteById(db, access, id);
+  const quote = await quoteById(db, access, id, lock);
   await assertChannelAccess(db, access, quote.channel_id, need);
   return quote;
-}
-
-async function lockedQuoteById(db: Db, access: Access, id: number): Promise<QuoteJson> {
-  const row = await scoped(db, 'quotes as q', access.workspaceId).where('q.id', id).forUpdate().first(db.raw(`${quoteJson()} as json`));
-  if (!row) throw new NotFound('Quote not found.');
-  return row.json;
 }
 
 /** The quote, when the caller's channel roles let them read it (403 otherwise). */
