@@ -11,6 +11,16 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
+/** `work` run while every event fails to be written (the events table renamed away), with what was logged meanwhile. */
+async function withoutEvents<T>(work: () => Promise<T>): Promise<{ result: T; logs: Record<string, any>[] }> {
+  await app.db.schema.renameTable('events', 'events_unavailable');
+  try {
+    return await captureLogs(work);
+  } finally {
+    await app.db.schema.renameTable('events_unavailable', 'events');
+  }
+}
+
 test('event ids are evt_ + 26 Crockford base-32 characters, and unique', (t) => {
   const ids = new Set(Array.from({ length: 2000 }, () => eventId()));
   t.is(ids.size, 2000);
@@ -29,23 +39,17 @@ test.serial('an outbox row carries type, created, workspace and data in the API 
 });
 
 test.serial('a failing emitter is logged and swallowed: the operation succeeds and commits', async (t) => {
-  await app.db.schema.renameTable('events', 'events_unavailable');
-  let logs: Record<string, any>[] = [];
-  try {
-    ({ logs } = await captureLogs(async () => {
-      const created = await owner.client.post('/api/v1/customers', { email: 'survivor@example.com', name: 'Survivor' });
-      t.is(created.status, 201);
-      const updated = await owner.client.patch(`/api/v1/customers/${created.body.data.customer.id}`, { name: 'Still here' });
-      t.is(updated.status, 200);
-      const deleted = await owner.client.delete(`/api/v1/customers/${created.body.data.customer.id}`);
-      t.is(deleted.status, 200);
-      const again = await owner.client.post('/api/v1/customers', { email: 'kept@example.com' });
-      t.is(again.status, 201);
-      t.truthy(await app.db('customers').where({ workspace_id: owner.workspace.id, email: 'kept@example.com' }).first());
-    }));
-  } finally {
-    await app.db.schema.renameTable('events_unavailable', 'events');
-  }
+  const { logs } = await withoutEvents(async () => {
+    const created = await owner.client.post('/api/v1/customers', { email: 'survivor@example.com', name: 'Survivor' });
+    t.is(created.status, 201);
+    const updated = await owner.client.patch(`/api/v1/customers/${created.body.data.customer.id}`, { name: 'Still here' });
+    t.is(updated.status, 200);
+    const deleted = await owner.client.delete(`/api/v1/customers/${created.body.data.customer.id}`);
+    t.is(deleted.status, 200);
+    const again = await owner.client.post('/api/v1/customers', { email: 'kept@example.com' });
+    t.is(again.status, 201);
+    t.truthy(await app.db('customers').where({ workspace_id: owner.workspace.id, email: 'kept@example.com' }).first());
+  });
   const logged = logs.filter((l) => l.msg === 'event not emitted');
   t.deepEqual(logged.map((l) => l.type), ['customer.created', 'customer.updated', 'customer.deleted', 'customer.created']);
   t.true(logged.every((l) => l.workspace_id === owner.workspace.id));
@@ -81,16 +85,7 @@ test.serial('quote.created is written by the creating statement: its data is the
 
 test.serial('a failing emitter on quote creation is logged and swallowed: the quote is numbered and has its activity', async (t) => {
   const customer = await owner.client.post('/api/v1/customers', { email: 'numbered@example.com' });
-  await app.db.schema.renameTable('events', 'events_unavailable');
-  let logs: Record<string, any>[] = [];
-  let created: any;
-  try {
-    ({ logs } = await captureLogs(async () => {
-      created = await owner.client.post('/api/v1/quotes', { customer_id: customer.body.data.customer.id, lines: [{ description: 'Survivor', price: '1.00' }] });
-    }));
-  } finally {
-    await app.db.schema.renameTable('events_unavailable', 'events');
-  }
+  const { result: created, logs } = await withoutEvents(() => owner.client.post('/api/v1/quotes', { customer_id: customer.body.data.customer.id, lines: [{ description: 'Survivor', price: '1.00' }] }));
   t.is(created.status, 201);
   t.regex(created.body.data.quote.quote_number, /^Q-\d{4}-\d{6}$/);
   t.is(created.body.data.lines.length, 1);
@@ -136,16 +131,7 @@ test.serial('a transition is written by one statement: its event data is the ans
 test.serial('a failing emitter on a transition is logged and swallowed: the quote moves and has its activity', async (t) => {
   const created = await owner.client.post('/api/v1/quotes', { customer: { email: 'moving@example.com' }, lines: [{ description: 'Survivor', price: '1.00' }] });
   const id = created.body.data.quote.id;
-  await app.db.schema.renameTable('events', 'events_unavailable');
-  let logs: Record<string, any>[] = [];
-  let cancelled: any;
-  try {
-    ({ logs } = await captureLogs(async () => {
-      cancelled = await owner.client.post(`/api/v1/quotes/${id}/cancel`);
-    }));
-  } finally {
-    await app.db.schema.renameTable('events_unavailable', 'events');
-  }
+  const { result: cancelled, logs } = await withoutEvents(() => owner.client.post(`/api/v1/quotes/${id}/cancel`));
   t.is(cancelled.status, 200);
   t.is(cancelled.body.data.quote.status, 'cancelled');
   t.truthy(cancelled.body.data.quote.cancelled_at);
@@ -159,16 +145,7 @@ test.serial('a failing emitter on a conversion is logged and swallowed: the orde
   const created = await owner.client.post('/api/v1/quotes', { customer: { email: 'converting@example.com' }, tax_rate: '10', lines: [{ description: 'One', price: '1.00' }, { description: 'Two', quantity: '2', price: '2.50' }] });
   const id = created.body.data.quote.id;
   for (const step of ['send', 'accept']) t.is((await owner.client.post(`/api/v1/quotes/${id}/${step}`, { notify: false })).status, 200);
-  await app.db.schema.renameTable('events', 'events_unavailable');
-  let logs: Record<string, any>[] = [];
-  let converted: any;
-  try {
-    ({ logs } = await captureLogs(async () => {
-      converted = await owner.client.post(`/api/v1/quotes/${id}/convert`);
-    }));
-  } finally {
-    await app.db.schema.renameTable('events_unavailable', 'events');
-  }
+  const { result: converted, logs } = await withoutEvents(() => owner.client.post(`/api/v1/quotes/${id}/convert`));
   t.is(converted.status, 201);
   t.like(converted.body.data.order, { subtotal: '6.00', tax_amount: '0.60', total: '6.60', quote_id: id });
   t.deepEqual(converted.body.data.items.map((i: any) => i.description), ['One', 'Two']);
