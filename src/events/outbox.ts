@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
+import { preparedQuery } from '../db/prepared.js';
 import { errorFields, log } from '../log.js';
 import type { Access } from '../access.js';
 
@@ -35,21 +36,14 @@ export const WEBHOOK_CHANNEL = 'quoting_webhooks';
  * Writes an event to the outbox inside the caller's transaction, under a savepoint: it commits with
  * the change, and a failure here is logged and swallowed so the operation itself still succeeds.
  * `data` is shaped exactly as the JSON API returns the resource. The deliveries to matching
- * webhook subscriptions are queued in the same savepoint.
+ * webhook subscriptions are queued in the same statement (see emitWithin): the savepoint and one statement,
+ * where the event, its deliveries, their NOTIFY and the savepoint's release were a round trip each.
  */
 export async function emit(trx: Db, access: Access, type: EventType, data: Record<string, unknown>): Promise<void> {
-  // WEBHOOKS_ENABLED=0 (carried by the access value) stops emission: nothing is written to the outbox.
-  if (!access.events) return;
-  const workspaceId = access.workspaceId;
-  try {
-    await trx.transaction(async (savepoint) => {
-      const id = eventId();
-      await savepoint('events').insert({ id, workspace_id: workspaceId, type, data: JSON.stringify(data) });
-      await enqueueDeliveries(savepoint, workspaceId, id, type);
-    });
-  } catch (err) {
-    log.error('event not emitted', { type, workspace_id: workspaceId, ...errorFields(err) });
-  }
+  // After a failure there is nothing else to write: emitWithin logs it, and the caller's change stands.
+  await emitWithin(trx, access, type, { ...GIVEN, bindings: [JSON.stringify(data)] }, async (event) => {
+    if (event) await emitGiven(trx, event.bindings);
+  });
 }
 
 /** The part of a caller's statement that writes an event: see `emitWithin`. */
@@ -153,18 +147,9 @@ export async function emitSelected(trx: Db, access: Access, count: number, selec
   }
 }
 
-/**
- * Fan-out, inside the emitting transaction: one delivery per active subscription whose filter
- * matches ('*', the type's prefix such as 'quote.*', or the exact type; several matching entries
- * still make one row). Wakes watching workers once the transaction commits.
- */
-async function enqueueDeliveries(trx: Db, workspaceId: number, eventId: string, type: string): Promise<void> {
-  const prefix = `${type.split('.')[0]}.*`;
-  const { rowCount } = await trx.raw(
-    `insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
-     select s.workspace_id, s.id, ?, ? from webhook_subscriptions s
-     where s.workspace_id = ? and s.active and s.event_types && array['*', ?, ?]::text[]`,
-    [eventId, type, workspaceId, type, prefix],
-  );
-  if (rowCount) await trx.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
-}
+/** An event of data given as JSON text (emit): the outbox row, its deliveries and their NOTIFY, in one statement. */
+const GIVEN = { from: '(select ?::json as data) given', data: 'given.data' };
+const emitGiven = preparedQuery(
+  'quoting_emit',
+  (({ ctes, column }) => `with ${ctes} select ${column}`)(foldedEventText(GIVEN)),
+);
