@@ -209,14 +209,14 @@ export async function startChild(args: string[], env: NodeJS.ProcessEnv, what: s
   return { url, child, stop };
 }
 
-/** `node bin/quoting serve` on a free port over the given database, logging warnings and errors only. */
-export function startQuoting(databaseUrl: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<ChildServer> {
+/** `quoting serve` (this build's, or `quoting` given) on a free port over the given database, logging warnings and errors only. */
+export function startQuoting(databaseUrl: string, extraEnv: NodeJS.ProcessEnv = {}, quoting = bin): Promise<ChildServer> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...extraEnv };
   delete env.QUOTING_ENV_FILE;
   delete env.PORT;
   delete env.APP_URL;
   delete env.DATA_DIR;
-  return startChild([bin, 'serve', '--port', '0'], env, 'quoting serve');
+  return startChild([quoting, 'serve', '--port', '0'], env, `quoting serve${quoting === bin ? '' : ` (${quoting})`}`);
 }
 
 /**
