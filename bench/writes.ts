@@ -85,5 +85,5 @@ runBench(async () => {
       return [build, spread(rates), `${median(ms.map((m) => m.p50))} ms`, ratio, perRound];
     }),
   ]);
-  note(`\n${answered} writes answered; ${events} events written (the answered ones and those still in flight when a round ended), each with one delivery.`)
+  note(`\n${answered} writes answered; ${events} events written (the answered ones and those still in flight when a round ended), each with one delivery.`);
 });

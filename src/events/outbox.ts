@@ -40,7 +40,8 @@ export const WEBHOOK_CHANNEL = 'quoting_webhooks';
  * where the event, its deliveries, their NOTIFY and the savepoint's release were a round trip each.
  */
 export async function emit(trx: Db, access: Access, type: EventType, data: Record<string, unknown>): Promise<void> {
-  // After a failure there is nothing else to write: emitWithin logs it, and the caller's change stands.
+  // With WEBHOOKS_ENABLED=0 (carried by the access value) emitWithin writes nothing to the outbox. After a failure there
+  // is nothing else to write: emitWithin logs it, and the caller's change stands.
   await emitWithin(trx, access, type, { ...GIVEN, bindings: [JSON.stringify(data)] }, async (event) => {
     if (event) await emitGiven(trx, event.bindings);
   });
@@ -58,7 +59,10 @@ export interface FoldedEvent {
 
 /**
  * The text of an event folded into a caller's statement (see emitWithin): the same for every call with the same
- * source, so that the caller's statement can be a prepared one. `data` is a json expression over `from`.
+ * source, so that the caller's statement can be a prepared one. `data` is a json expression over `from`. Its fan-out:
+ * one delivery per active subscription of the workspace whose filter matches ('*', the type's prefix such as
+ * 'quote.*', or the exact type; several matching entries still make one row), and a NOTIFY, when it queued any, that
+ * wakes watching workers once the transaction commits.
  */
 export function foldedEventText(source: { from: string; data: string }): Pick<FoldedEvent, 'ctes' | 'column'> {
   return {
