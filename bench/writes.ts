@@ -1,11 +1,12 @@
 /**
- * A write that emits an event, as a client makes it: req/s and p50 of `PATCH /api/v1/customers/{id}` (one
- * `customer.updated` each, with its delivery queued for the workspace's one subscription) with autocannon at
- * `--connections` (10), on PostgreSQL. With `--baseline-bin <another checkout>/bin/quoting` that build serves the
+ * A write that emits an event, as a client makes it: req/s and p50 of `PATCH /api/v1/customers/{id}` (`--write
+ * customer`, the default: one `customer.updated` each) or `PATCH /api/v1/quotes/{id}/lines/{line_id}` (`--write line`:
+ * a draft's line changed, its totals, activity and `quote.line_updated`), each event with its delivery queued for the
+ * workspace's one subscription, with autocannon at `--connections` (10), on PostgreSQL. With `--baseline-bin <another checkout>/bin/quoting` that build serves the
  * same database on a port of its own, and the two take turns (baseline, this build, …) over `--rounds` (3) of
  * `--duration` (5) s, each after `--warmup` (2) s discarded; the ratio of the medians and of each round. Afterwards
  * every answered write is checked to have left its event, and every event exactly one delivery.
- *   node dist/bench/writes.js [--baseline-bin ../other/bin/quoting] [--connections 10] [--rounds 3] [--duration 5]
+ *   node dist/bench/writes.js [--write customer|line] [--baseline-bin ../other/bin/quoting] [--connections 10] [--rounds 3] [--duration 5]
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,6 +16,7 @@ import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp
 
 const { values } = parseArgs({
   options: {
+    write: { type: 'string', default: 'customer' },
     'baseline-bin': { type: 'string' },
     connections: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '3' },
@@ -22,6 +24,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '2' },
   },
 });
+if (values.write !== 'customer' && values.write !== 'line') throw new Error(`--write: customer or line, not ${values.write}`);
 const connections = Number(values.connections);
 const rounds = Math.max(1, Number(values.rounds));
 
@@ -42,11 +45,20 @@ runBench(async () => {
   // Never reached (nothing delivers here: no worker runs); it makes every event queue a delivery, as in production.
   await post(`${builds[0].server.url}/api/v1/webhooks`, cookie, { url: 'http://127.0.0.1:9/hook', event_types: ['*'] });
   const { customer } = await post(`${builds[0].server.url}/api/v1/customers`, cookie, { email: 'writes@example.com', name: 'Writes' });
+  const write =
+    values.write === 'customer'
+      ? { path: `/api/v1/customers/${customer.id}`, body: { name: 'Writes, renamed' }, event: 'customer.updated' }
+      : await (async () => {
+          const { quote, lines } = await post(`${builds[0].server.url}/api/v1/quotes`, cookie, {
+            customer_id: customer.id, tax_rate: '19', lines: [{ description: 'Installation', quantity: '1', price: '39.90' }, { description: 'Travel', price: '25.00' }],
+          });
+          return { path: `/api/v1/quotes/${quote.id}/lines/${lines[0].id}`, body: { quantity: '2' }, event: 'quote.line_updated' };
+        })();
   let answered = 0;
   const fire = async (base: string, seconds: number) => {
     const result = await autocannon({
-      url: `${base}/api/v1/customers/${customer.id}`, method: 'PATCH', connections, duration: seconds,
-      headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Writes, renamed' }),
+      url: `${base}${write.path}`, method: 'PATCH', connections, duration: seconds,
+      headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify(write.body),
     });
     if (result.errors || result.non2xx) throw new Error(`${result.errors} connection errors, ${result.non2xx} non-2xx answers in ${result.requests.total} requests`);
     answered += result.requests.total;
@@ -68,14 +80,15 @@ runBench(async () => {
   const [{ events, undelivered }] = (
     await db.knex.raw(
       `select count(*)::int as events, count(*) filter (where n <> 1)::int as undelivered
-         from (select e.id, (select count(*) from webhook_deliveries d where d.event_id = e.id) as n from events e where e.type = 'customer.updated') x`,
+         from (select e.id, (select count(*) from webhook_deliveries d where d.event_id = e.id) as n from events e where e.type = ?) x`,
+      [write.event],
     )
   ).rows;
   if (events < answered || undelivered) throw new Error(`${answered} writes answered, but ${events} events written, ${undelivered} of them without exactly one delivery`);
   const spread = (xs: number[], digits = 1) => `${Math.min(...xs).toFixed(digits)} / ${median(xs).toFixed(digits)} / ${Math.max(...xs).toFixed(digits)}`;
   const baseline = measured.get('baseline');
   const ours = measured.get('this build')!;
-  printTable(`PATCH /api/v1/customers/{id} (one event and one delivery each) at ${connections} connections, PostgreSQL: ${rounds} alternating rounds of ${values.duration} s; req/s min / median / max`, [
+  printTable(`PATCH ${write.path.replace(/\/\d+/g, '/{id}')} (one event and one delivery each) at ${connections} connections, PostgreSQL: ${rounds} alternating rounds of ${values.duration} s; req/s min / median / max`, [
     ['build', 'req/s', 'p50 (median round)', 'this build / baseline (medians)', 'per round, min / median / max'],
     ...builds.map(({ build }) => {
       const ms = measured.get(build)!;

@@ -152,3 +152,19 @@ test.serial('a failing emitter on a conversion is logged and swallowed: the orde
   t.deepEqual((await owner.client.get(`/api/v1/orders/${converted.body.data.order.id}`)).body.data, converted.body.data);
   t.deepEqual(logs.filter((l) => l.msg === 'event not emitted').map((l) => l.type), ['order.created']);
 });
+
+test.serial("a line change's event carries the answer's line byte for byte; a failing emitter keeps the change and the activity", async (t) => {
+  const created = await owner.client.post('/api/v1/quotes', { customer: { email: 'lines@example.com' }, lines: [{ description: 'First', price: '1.00' }] });
+  const id = created.body.data.quote.id;
+  const added = await owner.client.post(`/api/v1/quotes/${id}/lines`, { description: 'Second', quantity: '2', price: '2.00' });
+  t.is(added.status, 201);
+  const { rows } = await app.db.raw(`select data::text as text from events where workspace_id = ? and type = 'quote.line_added' and data->>'quote_id' = ?`, [owner.workspace.id, String(id)]);
+  t.is(rows.length, 1);
+  t.is(rows[0].text, JSON.stringify({ quote_id: id, line: added.body.data.line }));
+  const { result: removed, logs } = await withoutEvents(() => owner.client.delete(`/api/v1/quotes/${id}/lines/${added.body.data.line.id}`));
+  t.is(removed.status, 200);
+  t.is(removed.body.data.quote.subtotal, '1.00');
+  const read = await owner.client.get(`/api/v1/quotes/${id}`);
+  t.deepEqual(read.body.data.activities.map((a: any) => [a.type, a.message]), [['created', `Quote ${read.body.data.quote.quote_number} created.`], ['line_added', 'Added line Second.'], ['line_removed', 'Removed line Second.']]);
+  t.deepEqual(logs.filter((l) => l.msg === 'event not emitted').map((l) => l.type), ['quote.line_removed']);
+});
