@@ -42,19 +42,23 @@ export const WEBHOOK_CHANNEL = 'quoting_webhooks';
 export async function emit(trx: Db, access: Access, type: EventType, data: Record<string, unknown>): Promise<void> {
   // With WEBHOOKS_ENABLED=0 (carried by the access value) emitWithin writes nothing to the outbox. After a failure there
   // is nothing else to write: emitWithin logs it, and the caller's change stands.
-  await emitWithin(trx, access, type, { ...GIVEN, bindings: [JSON.stringify(data)] }, async (event) => {
-    if (event) await emitGiven(trx, event.bindings);
+  await emitWithin(trx, access, type, [JSON.stringify(data)], async (event) => {
+    if (event) await emitGiven(trx, event);
   });
 }
 
-/** The part of a caller's statement that writes an event: see `emitWithin`. */
+/** The part of a caller's statement that writes an event (foldedEventText); its values come from emitWithin. */
 export interface FoldedEvent {
   /** CTEs (`outbox_event`, `outbox_deliveries`, `outbox_notified`) to append to the statement's `with`. */
   ctes: string;
-  /** The bindings of `ctes`, in order. */
-  bindings: (string | number)[];
   /** A column for the statement's final select: it makes the NOTIFY run when deliveries were queued. */
   column: string;
+}
+
+/** Where a folded event's row comes from: `data`, a json expression over `from` (a row source of the statement). */
+export interface EventSource {
+  from: string;
+  data: string;
 }
 
 /**
@@ -64,7 +68,7 @@ export interface FoldedEvent {
  * 'quote.*', or the exact type; several matching entries still make one row), and a NOTIFY, when it queued any, that
  * wakes watching workers once the transaction commits.
  */
-export function foldedEventText(source: { from: string; data: string }): Pick<FoldedEvent, 'ctes' | 'column'> {
+function foldedEventText(source: EventSource): FoldedEvent {
   return {
     ctes: `outbox_event as (
          insert into events (id, workspace_id, type, data) select ?, ?, ?, ${source.data} from ${source.from} returning id
@@ -84,25 +88,22 @@ export function foldedEventText(source: { from: string; data: string }): Pick<Fo
  * The event written by the caller's own statement rather than by round trips of its own, for a write
  * that should hold its locks for as short a time as possible (quote creation holds the workspace's
  * number counter until commit). `statement(event)` runs the caller's statement with the event's CTEs
- * in it: the event is inserted `from` a row source of that statement with `data`, a json expression
- * over it, and its deliveries queued as `emit` queues them. The statement runs under a savepoint,
- * left open for the commit to release (a release would be one more round trip): if it fails, the
+ * (foldedEventText) in it, given their values, `event`, to put after its own: the event's id, workspace and
+ * type, `sourceBindings` (those of its source's `from` and `data`), then the fan-out's. The statement runs under a
+ * savepoint, left open for the commit to release (a release would be one more round trip): if it fails, the
  * savepoint is rolled back, the statement runs again without the event (`statement(null)`), and the
  * failure is logged and swallowed as `emit` does. With events disabled it runs once without.
  */
-export async function emitWithin<T>(
+async function emitWithin<T>(
   trx: Db,
   access: Access,
   type: EventType,
-  source: { from: string; data: string; bindings?: (string | number)[] },
-  statement: (event: FoldedEvent | null) => Promise<T>,
+  sourceBindings: (string | number)[],
+  statement: (event: (string | number)[] | null) => Promise<T>,
 ): Promise<T> {
   if (!access.events) return statement(null);
   const workspaceId = access.workspaceId;
-  const event: FoldedEvent = {
-    ...foldedEventText(source),
-    bindings: [eventId(), workspaceId, type, ...(source.bindings ?? []), type, workspaceId, type, `${type.split('.')[0]}.*`, WEBHOOK_CHANNEL],
-  };
+  const event = [eventId(), workspaceId, type, ...sourceBindings, type, workspaceId, type, `${type.split('.')[0]}.*`, WEBHOOK_CHANNEL];
   await trx.raw('savepoint outbox');
   let failure: unknown;
   try {
@@ -151,9 +152,20 @@ export async function emitSelected(trx: Db, access: Access, count: number, selec
   }
 }
 
-/** An event of data given as JSON text (emit): the outbox row, its deliveries and their NOTIFY, in one statement. */
-const GIVEN = { from: '(select ?::json as data) given', data: 'given.data' };
+/**
+ * A statement of the caller's that writes its event too (see emitWithin), prepared twice: `text(foldedEventText(source))`
+ * with the event, `text(null)` without. Run with the statement's own values (and `sourceBindings`, those of the source),
+ * it answers the statement's rows, whether the event could be written or not.
+ */
+export function emittingStatement<Row>(name: string, source: EventSource, text: (event: FoldedEvent | null) => string) {
+  const without = preparedQuery<Row>(name, text(null));
+  const withEvent = preparedQuery<Row>(`${name}_emitting`, text(foldedEventText(source)));
+  return (trx: Db, access: Access, type: EventType, values: Knex.Value[], sourceBindings: (string | number)[] = []): Promise<Row[]> =>
+    emitWithin(trx, access, type, sourceBindings, (event) => (event ? withEvent(trx, [...values, ...event]) : without(trx, values)));
+}
+
+/** emit's statement: the outbox row of data given as JSON text, its deliveries and their NOTIFY. */
 const emitGiven = preparedQuery(
   'quoting_emit',
-  (({ ctes, column }) => `with ${ctes} select ${column}`)(foldedEventText(GIVEN)),
+  (({ ctes, column }) => `with ${ctes} select ${column}`)(foldedEventText({ from: '(select ?::json as data) given', data: 'given.data' })),
 );

@@ -6,8 +6,7 @@ import { Conflict, NotFound, Validation } from '../errors.js';
 import { givenFields } from '../db/fields.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { lineTotalFits } from '../money.js';
-import { emit, emitWithin, foldedEventText, type FoldedEvent } from '../events/outbox.js';
-import { preparedQuery } from '../db/prepared.js';
+import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { upsertCustomer } from '../customers/service.js';
 import { lockedQuoteForUser } from '../quotes/service.js';
@@ -177,15 +176,12 @@ export async function convertQuote(trx: Db, access: Access, quoteId: number) {
   if (quote.status !== 'accepted' && quote.status !== 'paid') {
     throw new Conflict(`Quote ${quote.quote_number} is ${quote.status}; only an accepted or paid quote can be converted.`);
   }
-  const result = await emitWithin(trx, access, 'order.created', ORDER_CONVERTED, async (event) => {
-    const values = [workspaceId, quote.id, quote.id, workspaceId, quote.id, workspaceId, workspaceId, quote.id, access.actor, quote.quote_number, ...(event?.bindings ?? [])];
-    const [row] = await (event ? convertEmitting : convert)(trx, values).catch((err: unknown) => {
-      if (isNumericOverflow(err)) throw new Validation('items', 'items: the order total must be less than 1000000000000.');
-      throw err;
-    });
-    return row;
+  const values = [workspaceId, quote.id, quote.id, workspaceId, quote.id, workspaceId, workspaceId, quote.id, access.actor, quote.quote_number];
+  const [row] = await convert(trx, access, 'order.created', values).catch((err: unknown) => {
+    if (isNumericOverflow(err)) throw new Validation('items', 'items: the order total must be less than 1000000000000.');
+    throw err;
   });
-  return { order: result.order, items: result.items, created: true };
+  return { order: row.order, items: row.items, created: true };
 }
 
 /** The `order.created` event's data as `emit` would write it, JSON.stringify({order, items}): both texts are compact. */
@@ -198,7 +194,7 @@ const ORDER_CONVERTED = { from: 'o, items', data: `('{"order":' || o.api_json ||
  * the order updated again for its totals and read back with its items: four times as long as its writes alone
  * (bench/quotes.ts, the flow).
  */
-const convertingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
+const convertingText = (event: FoldedEvent | null) => `
   with q as (
     select * from quotes where workspace_id = ? and id = ?
   ), t as (
@@ -222,5 +218,4 @@ const convertingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
     select ?, ?, 'converted', ?, 'Converted to order ' || ? || ' (id ' || o.id || ').' from o
   )${event ? `, ${event.ctes}` : ''}
   select o.api_json::json as "order", items.text::json as items${event ? `, ${event.column}` : ''} from o, items`;
-const convert = preparedQuery<{ order: OrderJson; items: ItemJson[] }>('quoting_convert_quote', convertingText(null));
-const convertEmitting = preparedQuery<{ order: OrderJson; items: ItemJson[] }>('quoting_convert_quote_emitting', convertingText(foldedEventText(ORDER_CONVERTED)));
+const convert = emittingStatement<{ order: OrderJson; items: ItemJson[] }>('quoting_convert_quote', ORDER_CONVERTED, convertingText);

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { jsonPages, type JsonPage } from '../db/pages.js';
 import { scoped, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { emit, emitWithin, foldedEventText, type FoldedEvent } from '../events/outbox.js';
+import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
 import { randomToken } from '../auth/crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { givenFields } from '../db/fields.js';
@@ -309,7 +309,7 @@ export async function createQuote(
 const QUOTE_CREATED = { from: 'q', data: `('{"quote":' || q.api_json || ',"lines":' || ?::text || '}')::json` };
 
 /** takeQuoteNumber's statement, with the event's CTEs (or, with events off or after an event's failure, without). */
-const numberingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
+const numberingText = (event: FoldedEvent | null) => `
   with n as (
     insert into quote_numbers (workspace_id, year, last_number) values (?, ?, 1)
     on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1
@@ -323,8 +323,7 @@ const numberingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
     select ?, ?, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
   )${event ? `, ${event.ctes}` : ''}
   select api_json as quote${event ? `, ${event.column}` : ''} from q`;
-const numberQuote = preparedQuery<{ quote: string }>('quoting_number_quote', numberingText(null));
-const numberQuoteCreated = preparedQuery<{ quote: string }>('quoting_number_quote_created', numberingText(foldedEventText(QUOTE_CREATED)));
+const numberQuote = emittingStatement<{ quote: string }>('quoting_number_quote', QUOTE_CREATED, numberingText);
 
 /**
  * `Q-<year>-<6 digits>`, gap-free per workspace and year: the counter row stays locked until the
@@ -333,11 +332,9 @@ const numberQuoteCreated = preparedQuery<{ quote: string }>('quoting_number_quot
  */
 async function takeQuoteNumber(trx: Db, access: Access, quoteId: number, lines: string): Promise<string> {
   const year = new Date().getUTCFullYear();
-  return emitWithin(trx, access, 'quote.created', { ...QUOTE_CREATED, bindings: [lines] }, async (event) => {
-    const values = [access.workspaceId, year, `Q-${year}-`, quoteId, access.workspaceId, access.workspaceId, quoteId, access.actor, ...(event?.bindings ?? [])];
-    const [row] = await (event ? numberQuoteCreated : numberQuote)(trx, values);
-    return row.quote;
-  });
+  const values = [access.workspaceId, year, `Q-${year}-`, quoteId, access.workspaceId, access.workspaceId, quoteId, access.actor];
+  const [row] = await numberQuote(trx, access, 'quote.created', values, [lines]);
+  return row.quote;
 }
 
 /** `POST /quotes/external`: idempotent on external_id (the first quote is returned, 200). */
@@ -463,14 +460,12 @@ export function assertTransition(quote: QuoteJson, to: QuoteStatus): void {
  */
 export async function transition(trx: Db, access: Access, quote: QuoteJson, to: QuoteStatus, message?: string): Promise<QuoteJson> {
   assertTransition(quote, to);
-  return emitWithin(trx, access, `quote.${to}` as 'quote.sent', QUOTE_MOVED, async (event) => {
-    const workspaceId = access.workspaceId;
-    // The new status, for the status and for each timestamp's case (movingText), then the row, then the activity.
-    const statuses = new Array<string>(1 + Object.keys(timestampOf).length).fill(to);
-    const values = [...statuses, workspaceId, quote.id, workspaceId, quote.id, to, access.actor, message ?? `Quote ${quote.quote_number} ${to}.`];
-    const [row] = await (event ? moveQuoteEmitting : moveQuote)(trx, [...values, ...(event?.bindings ?? [])]);
-    return row.quote;
-  });
+  const workspaceId = access.workspaceId;
+  // The new status, for the status and for each timestamp's case (movingText), then the row, then the activity.
+  const statuses = new Array<string>(1 + Object.keys(timestampOf).length).fill(to);
+  const values = [...statuses, workspaceId, quote.id, workspaceId, quote.id, to, access.actor, message ?? `Quote ${quote.quote_number} ${to}.`];
+  const [row] = await moveQuote(trx, access, `quote.${to}` as 'quote.sent', values);
+  return row.quote;
 }
 
 /** A transition's event data as `emit` would write it, JSON.stringify({quote}): api_json is that compact text. */
@@ -482,7 +477,7 @@ const QUOTE_MOVED = { from: 'q', data: `('{"quote":' || q.api_json || '}')::json
  * It was a round trip each, and the quote read again after the update: a transition took four times as long as its
  * writes alone (bench/quotes.ts, the flow).
  */
-const movingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
+const movingText = (event: FoldedEvent | null) => `
   with q as (
     update quotes set status = ?,
       ${Object.entries(timestampOf).map(([status, column]) => `${column} = case when ? = '${status}' then now() else ${column} end`).join(',\n      ')},
@@ -493,8 +488,7 @@ const movingText = (event: Pick<FoldedEvent, 'ctes' | 'column'> | null) => `
     insert into quote_activities (workspace_id, quote_id, type, actor, message) select ?, ?, ?, ?, ? from q
   )${event ? `, ${event.ctes}` : ''}
   select api_json::json as quote${event ? `, ${event.column}` : ''} from q`;
-const moveQuote = preparedQuery<{ quote: QuoteJson }>('quoting_move_quote', movingText(null));
-const moveQuoteEmitting = preparedQuery<{ quote: QuoteJson }>('quoting_move_quote_emitting', movingText(foldedEventText(QUOTE_MOVED)));
+const moveQuote = emittingStatement<{ quote: QuoteJson }>('quoting_move_quote', QUOTE_MOVED, movingText);
 
 /** A transition requested through the API by a signed-in user (write access to the quote's channel). */
 export async function transitionQuote(trx: Db, access: Access, id: number, to: QuoteStatus): Promise<QuoteJson> {
