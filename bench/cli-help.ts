@@ -3,10 +3,9 @@
  *   node dist/bench/cli-help.js [--runs 20] [--warmup 2]
  */
 import { spawnSync } from 'node:child_process';
-import { parseArgs } from 'node:util';
-import { bin, median, ms, note, percentile, printTable, root, runBench } from './lib.js';
+import { benchArgs, bin, median, ms, note, percentile, printTable, root, runBench } from './lib.js';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '20' }, warmup: { type: 'string', default: '2' } } });
+const { values } = benchArgs('cli-help.js', { runs: { type: 'string', default: '20' }, warmup: { type: 'string', default: '2' } });
 const runs = Number(values.runs);
 const warmup = Number(values.warmup);
 const TARGET_MS = 300;

@@ -7,10 +7,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { bin, median, ms, note, onCleanup, printTable, root, runBench, startChild } from './lib.js';
+import { benchArgs, bin, median, ms, note, onCleanup, printTable, root, runBench, startChild } from './lib.js';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, command: { type: 'string', default: 'migrate --status' } } });
+const { values } = benchArgs('cli-socket.js', { runs: { type: 'string', default: '5' }, command: { type: 'string', default: 'migrate --status' } });
 const runs = Number(values.runs);
 const command = values.command.split(' ');
 

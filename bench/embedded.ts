@@ -19,21 +19,18 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { bin, forkScript, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
+import { benchArgs, bin, forkScript, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
 
-const { values } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '50000' },
-    'list-rows': { type: 'string', default: '10000' },
-    rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '10' },
-    every: { type: 'string', default: '100' },
-    'baseline-bin': { type: 'string' },
-  },
+const { values } = benchArgs('embedded.js', {
+  rows: { type: 'string', default: '50000' },
+  'list-rows': { type: 'string', default: '10000' },
+  rounds: { type: 'string', default: '3' },
+  seconds: { type: 'string', default: '10' },
+  every: { type: 'string', default: '100' },
+  'baseline-bin': { type: 'string' },
 });
 const rounds = Math.max(3, Number(values.rounds));
 const rows = Number(values.rows);

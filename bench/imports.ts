@@ -16,7 +16,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { pipeline } from 'node:stream/promises';
 import { parse } from 'csv-parse';
 import knexFactory, { type Knex } from 'knex';
@@ -24,15 +23,13 @@ import { csvOptions } from '../src/imports/csv.js';
 import { itemJsonText } from '../src/orders/service.js';
 import { orderCsv, productCsv } from './imports-data.js';
 import { mb, MB, readStatus, startSampler } from './rss.js';
-import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, type ChildServer } from './lib.js';
+import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, type ChildServer } from './lib.js';
 
-const { values } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '50000' },
-    rounds: { type: 'string', default: '3' },
-    'pglite-rounds': { type: 'string', default: '1' },
-    'sample-ms': { type: 'string', default: '10' },
-  },
+const { values } = benchArgs('imports.js', {
+  rows: { type: 'string', default: '50000' },
+  rounds: { type: 'string', default: '3' },
+  'pglite-rounds': { type: 'string', default: '1' },
+  'sample-ms': { type: 'string', default: '10' },
 });
 const rows = Number(values.rows);
 const rounds = Number(values.rounds);

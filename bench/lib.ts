@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Knex } from 'knex';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { migrateLatest } from '../src/db/migrations.js';
@@ -86,6 +87,38 @@ export function runBench(main: () => Promise<void>): void {
     .then(() => {
       if (!interrupted) process.exit();
     });
+}
+
+// ---------------------------------------------------------------- options
+
+type BenchOptions = NonNullable<ParseArgsConfig['options']>;
+
+/** The options' lines of a usage text: each with its value's default. */
+function optionLines(options: BenchOptions): string[] {
+  return Object.entries(options).map(([name, option]) => {
+    const value = option.type === 'string' ? ' <value>' : '';
+    const fallback = option.default === undefined || option.default === false ? '' : `  (default: ${option.default})`;
+    return `  --${name}${value}${fallback}`;
+  });
+}
+
+/**
+ * The script's options, parsed (node:util parseArgs, strict). `--help` prints them with their defaults and exits 0;
+ * an unknown option or a missing value says which and prints them too, exit 2 (parseArgs alone threw a stack trace).
+ * What the script measures is in bench/README.md and in its opening comment.
+ */
+export function benchArgs<T extends BenchOptions>(script: string, options: T) {
+  const usage = () => [`usage: node dist/bench/${script} [options]   (bench/README.md says what it measures)`, ...optionLines(options), '  --help'].join('\n');
+  if (process.argv.slice(2).includes('--help')) {
+    console.log(usage());
+    process.exit(0);
+  }
+  try {
+    return parseArgs({ options });
+  } catch (err) {
+    console.error(`${(err as Error).message}\n${usage()}`);
+    process.exit(2);
+  }
 }
 
 // ---------------------------------------------------------------- database

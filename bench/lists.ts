@@ -22,27 +22,24 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { openDatabase } from '../src/db/database.js';
 import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/pages.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
-  databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
+  benchArgs, databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
   type ChildServer, type Forked,
 } from './lib.js';
 import { MB, mb, readStatus, startSampler } from './rss.js';
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string', default: 'postgres,embedded' },
-    rows: { type: 'string', default: '50000' },
-    'embedded-rows': { type: 'string', default: '10000,50000' },
-    rounds: { type: 'string', default: '5' },
-    lists: { type: 'string', default: 'quotes,orders,customers,products' },
-    analyze: { type: 'boolean', default: false },
-  },
+const { values } = benchArgs('lists.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
+  rows: { type: 'string', default: '50000' },
+  'embedded-rows': { type: 'string', default: '10000,50000' },
+  rounds: { type: 'string', default: '5' },
+  lists: { type: 'string', default: 'quotes,orders,customers,products' },
+  analyze: { type: 'boolean', default: false },
 });
 const rounds = Math.max(3, Number(values.rounds));
 const lists = values.lists.split(',').filter(Boolean) as ListName[];

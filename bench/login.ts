@@ -6,21 +6,18 @@
  *   node dist/bench/login.js [--db postgres,embedded] [--runs 50] [--warmup 3] [--hashes 25]
  */
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import * as scryptTypes from 'scrypt-kdf';
 import { hashPassword } from '../src/auth/crypto.js';
-import { databasesOption, dbName, freshTarget, median, ms, note, percentile, printTable, runBench, signUp, startServe, type DbKind } from './lib.js';
+import { benchArgs, databasesOption, dbName, freshTarget, median, ms, note, percentile, printTable, runBench, signUp, startServe, type DbKind } from './lib.js';
 
 // scrypt-kdf's typings declare named exports, but the module exports one default object (as in src/auth/crypto.ts).
 const Scrypt = (scryptTypes as unknown as { default: typeof scryptTypes }).default;
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string', default: 'postgres,embedded' },
-    runs: { type: 'string', default: '50' },
-    warmup: { type: 'string', default: '3' },
-    hashes: { type: 'string', default: '25' },
-  },
+const { values } = benchArgs('login.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
+  runs: { type: 'string', default: '50' },
+  warmup: { type: 'string', default: '3' },
+  hashes: { type: 'string', default: '25' },
 });
 const runs = Number(values.runs);
 const warmup = Number(values.warmup);

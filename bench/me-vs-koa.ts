@@ -12,24 +12,21 @@
  *   node dist/bench/me-vs-koa.js [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--pipelining 1] [--sessions 1000]
  */
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import { createSession, SESSION_COOKIE } from '../src/auth/sessions.js';
-import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startChild, startQuoting } from './lib.js';
+import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startChild, startQuoting } from './lib.js';
 
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '5' },
-    warmup: { type: 'string', default: '2' },
-    rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '50' },
-    pipelining: { type: 'string', default: '1' },
-    sessions: { type: 'string', default: '1000' },
-  },
+const { values } = benchArgs('me-vs-koa.js', {
+  duration: { type: 'string', default: '5' },
+  warmup: { type: 'string', default: '2' },
+  rounds: { type: 'string', default: '3' },
+  connections: { type: 'string', default: '50' },
+  pipelining: { type: 'string', default: '1' },
+  sessions: { type: 'string', default: '1000' },
 });
 const duration = Number(values.duration);
 const warmup = Number(values.warmup);

@@ -23,22 +23,19 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { openPostgres } from '../src/db/database.js';
-import { databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
+import { benchArgs, databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string', default: 'postgres,embedded' },
-    rounds: { type: 'string', default: '3' },
-    creates: { type: 'string', default: '400' },
-    connections: { type: 'string', default: '16' },
-    workspaces: { type: 'string', default: '4' },
-    duration: { type: 'string', default: '5' },
-    customers: { type: 'string', default: '50' },
-    n: { type: 'string', default: '3000' },
-  },
+const { values } = benchArgs('processes.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
+  rounds: { type: 'string', default: '3' },
+  creates: { type: 'string', default: '400' },
+  connections: { type: 'string', default: '16' },
+  workspaces: { type: 'string', default: '4' },
+  duration: { type: 'string', default: '5' },
+  customers: { type: 'string', default: '50' },
+  n: { type: 'string', default: '3000' },
 });
 const rounds = Number(values.rounds);
 if (!(Number.isInteger(rounds) && rounds >= 3)) throw new Error('--rounds: at least 3');

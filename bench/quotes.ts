@@ -20,7 +20,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -31,18 +30,16 @@ import type { Workspace } from '../src/workspaces/model.js';
 import { eventId } from '../src/events/outbox.js';
 import { createQuoteBody } from '../src/quotes/schema.js';
 import { createQuote } from '../src/quotes/service.js';
-import { databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, type ChildServer, type DbKind } from './lib.js';
+import { benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, type ChildServer, type DbKind } from './lib.js';
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string', default: 'postgres,embedded' },
-    duration: { type: 'string', default: '5' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '10' },
-    'line-counts': { type: 'string', default: '1,20,50' },
-    rounds: { type: 'string', default: '3' },
-    parts: { type: 'string', default: 'create,flow' },
-  },
+const { values } = benchArgs('quotes.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
+  duration: { type: 'string', default: '5' },
+  warmup: { type: 'string', default: '2' },
+  connections: { type: 'string', default: '10' },
+  'line-counts': { type: 'string', default: '1,20,50' },
+  rounds: { type: 'string', default: '3' },
+  parts: { type: 'string', default: 'create,flow' },
 });
 const duration = Number(values.duration);
 const warmup = Number(values.warmup);

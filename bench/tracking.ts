@@ -21,7 +21,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
@@ -29,26 +28,24 @@ import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { openPglite } from '../src/db/database.js';
 import {
-  databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, percentile, printTable, runBench, startChild, startEmbedded, startQuoting,
+  benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, percentile, printTable, runBench, startChild, startEmbedded, startQuoting,
   tempDataDir, withDataDir, type ChildServer,
 } from './lib.js';
 import { recommend, categoryInterest } from '../src/tracking/recommendations.js';
 import { systemAccess } from '../src/access.js';
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string', default: 'postgres,embedded' },
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '50' },
-    rounds: { type: 'string', default: '3' },
-    events: { type: 'string', default: '1000000' },
-    visitors: { type: 'string', default: '100000' },
-    products: { type: 'string', default: '5000' },
-    requests: { type: 'string', default: '300' },
-    'skip-ingest': { type: 'boolean', default: false },
-    'skip-reads': { type: 'boolean', default: false },
-  },
+const { values } = benchArgs('tracking.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
+  duration: { type: 'string', default: '10' },
+  warmup: { type: 'string', default: '2' },
+  connections: { type: 'string', default: '50' },
+  rounds: { type: 'string', default: '3' },
+  events: { type: 'string', default: '1000000' },
+  visitors: { type: 'string', default: '100000' },
+  products: { type: 'string', default: '5000' },
+  requests: { type: 'string', default: '300' },
+  'skip-ingest': { type: 'boolean', default: false },
+  'skip-reads': { type: 'boolean', default: false },
 });
 const duration = Number(values.duration);
 const warmup = Number(values.warmup);

@@ -38,27 +38,24 @@
  *                               [--latency-runs 200] [--latency-warmup 10]
  */
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { openPostgres } from '../src/db/database.js';
 import { spawn } from 'node:child_process';
 import {
-  bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, root, runBench, signUp,
+  benchArgs, bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, root, runBench, signUp,
   startEmbedded, startQuoting, startWorker, withDataDir, type ChildServer, type Forked, type Worker,
 } from './lib.js';
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string', default: 'postgres,embedded' },
-    n: { type: 'string', default: '5000' },
-    configs: { type: 'string', default: '16x100,32x100,64x100,16x500,64x500' },
-    'warmup-n': { type: 'string', default: '1000' },
-    rounds: { type: 'string', default: '3' },
-    'prime-n': { type: 'string', default: '5000' },
-    'latency-runs': { type: 'string', default: '200' },
-    'latency-warmup': { type: 'string', default: '10' },
-    'embedded-latency-runs': { type: 'string', default: '50' },
-  },
+const { values } = benchArgs('webhooks.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
+  n: { type: 'string', default: '5000' },
+  configs: { type: 'string', default: '16x100,32x100,64x100,16x500,64x500' },
+  'warmup-n': { type: 'string', default: '1000' },
+  rounds: { type: 'string', default: '3' },
+  'prime-n': { type: 'string', default: '5000' },
+  'latency-runs': { type: 'string', default: '200' },
+  'latency-warmup': { type: 'string', default: '10' },
+  'embedded-latency-runs': { type: 'string', default: '50' },
 });
 const N = Number(values.n);
 const configs = values.configs

@@ -9,20 +9,17 @@
  *   node dist/bench/writes.js [--write customer|line] [--baseline-bin ../other/bin/quoting] [--connections 10] [--rounds 3] [--duration 5]
  */
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { openDatabase } from '../src/db/database.js';
-import { freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startQuoting } from './lib.js';
+import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startQuoting } from './lib.js';
 
-const { values } = parseArgs({
-  options: {
-    write: { type: 'string', default: 'customer' },
-    'baseline-bin': { type: 'string' },
-    connections: { type: 'string', default: '10' },
-    rounds: { type: 'string', default: '3' },
-    duration: { type: 'string', default: '5' },
-    warmup: { type: 'string', default: '2' },
-  },
+const { values } = benchArgs('writes.js', {
+  write: { type: 'string', default: 'customer' },
+  'baseline-bin': { type: 'string' },
+  connections: { type: 'string', default: '10' },
+  rounds: { type: 'string', default: '3' },
+  duration: { type: 'string', default: '5' },
+  warmup: { type: 'string', default: '2' },
 });
 if (values.write !== 'customer' && values.write !== 'line') throw new Error(`--write: customer or line, not ${values.write}`);
 const connections = Number(values.connections);

@@ -9,6 +9,7 @@ import { listenForAuthChanges, SessionCache } from '../auth/session-cache.js';
 import { scheduleDeliveries } from '../webhooks/run.js';
 import { workerSettings } from '../webhooks/worker.js';
 import { keepPurgingTracking } from '../tracking/retention.js';
+import { keepMaintainingTables } from '../db/maintenance.js';
 import { commandConfig, ensureSchema, runServed } from './context.js';
 import { runProgram } from './index.js';
 import { say, type CommandIo } from './io.js';
@@ -43,8 +44,10 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
   // On PostgreSQL, `quoting worker` (cron or --watch) delivers webhooks; on the embedded database only this process can.
   const stopDeliveries = database.kind === 'pglite' ? await scheduleDeliveries(database, workerSettings(config)) : async () => {};
   // Likewise the purge of expired tracking events (on PostgreSQL, each `quoting worker` run purges).
-  const stopPurging = new AbortController();
-  const purging = database.kind === 'pglite' ? keepPurgingTracking(database.knex, config, stopPurging.signal) : Promise.resolve();
+  const stopSchedules = new AbortController();
+  const purging = database.kind === 'pglite' ? keepPurgingTracking(database.knex, config, stopSchedules.signal) : Promise.resolve();
+  // And autovacuum's work, which PGlite has no process for (db/maintenance.ts); between requests where it can be.
+  const maintaining = database.kind === 'pglite' ? keepMaintainingTables(database.knex, stopSchedules.signal, () => inFlight.drained()) : Promise.resolve();
   // The embedded database admits no other process: the other commands run here, sent through DATA_DIR/quoting.sock.
   const stopCommands =
     database.kind === 'pglite'
@@ -72,8 +75,8 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
     await Promise.all([Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]), stopCommands(10_000)]);
     mailer?.close();
     await stopDeliveries();
-    stopPurging.abort();
-    await purging;
+    stopSchedules.abort();
+    await Promise.all([purging, maintaining]);
     await stopListening();
     await database.close();
     process.exit(0);

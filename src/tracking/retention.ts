@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { Config } from '../config.js';
 import { errorFields, log } from '../log.js';
@@ -31,8 +32,11 @@ export async function purgeExpiredTracking(db: Knex, config: Pick<Config, 'TRACK
       summary.events += rowCount ?? 0;
       if ((rowCount ?? 0) < BATCH) break;
     }
-    summary.windows += await db('track_rate_windows').where('workspace_id', id).where('window_start', '<', db.raw("now() - interval '1 hour'")).delete();
-    summary.joinCodes += await db('track_join_codes').where('workspace_id', id).where('expires_at', '<', db.raw("now() - interval '7 days'")).delete();
+    // Counted from the command's row count, as the events are: knex's delete() answers an object, not a number, on PGlite.
+    const windows = await db.raw(`delete from track_rate_windows where workspace_id = ? and window_start < now() - interval '1 hour'`, [id]);
+    summary.windows += windows.rowCount ?? 0;
+    const joinCodes = await db.raw(`delete from track_join_codes where workspace_id = ? and expires_at < now() - interval '7 days'`, [id]);
+    summary.joinCodes += joinCodes.rowCount ?? 0;
   }
   if (summary.events || summary.joinCodes) log.info('tracking purged', { ...summary });
   return summary;
@@ -49,16 +53,7 @@ export async function keepPurgingTracking(db: Knex, config: Pick<Config, 'TRACK_
     } catch (err) {
       if (!signal.aborted) log.error('tracking purge failed', errorFields(err));
     }
-    if (signal.aborted) break;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      // unref: a purge pending is never what keeps a process alive.
-      const timer = setTimeout(done, EVERY_MS).unref();
-      signal.addEventListener('abort', done);
-    });
+    // unref: a purge pending is never what keeps a process alive; an abort ends the wait.
+    await sleep(EVERY_MS, undefined, { signal, ref: false }).catch(() => undefined);
   }
 }

@@ -43,8 +43,11 @@ function patient(database: TestDatabase): TestDatabase {
   return database;
 }
 
-/** Migrating PGlite takes seconds; a migrated data directory is cached and loaded instead. */
-async function freshPglite(): Promise<TestDatabase> {
+/**
+ * A fresh, migrated embedded database whichever database the suite runs on (for what only the embedded database does).
+ * Migrating PGlite takes seconds; a migrated data directory is cached and loaded instead.
+ */
+export async function freshPglite(): Promise<TestDatabase> {
   const cacheDir = path.join(os.tmpdir(), 'quoting-test-cache');
   const snapshot = path.join(cacheDir, `pglite-${migrationsHash()}.tar.gz`);
   if (!fs.existsSync(snapshot)) {

@@ -1,0 +1,103 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Knex } from 'knex';
+import { errorFields, log } from '../log.js';
+
+/**
+ * Autovacuum's work, done by `quoting serve` on the embedded database, where nothing else would do it. PGlite runs
+ * PostgreSQL as one single-user backend, without the autovacuum launcher: a table of 20,000 rows updated five times
+ * still held its 100,000 dead row versions after two idle minutes, and no page had been marked all-visible. Left so,
+ * the space of updated and deleted rows is never reused (the free space map is kept by VACUUM alone, so every insert
+ * appends: tracking events purged by retention and delivery rows updated twice each leave their tables growing for
+ * ever), the index entries of dead rows pile up, and the planner has no statistics but those imports gather.
+ *
+ * Every minute, the tables autovacuum would take, chosen by its own settings and formulas (threshold + scale factor ×
+ * the table's rows, for dead rows, rows inserted since the last vacuum, rows changed since the last analyze, and the
+ * age of the table's oldest unfrozen transaction id), catalogs included, each get VACUUM, ANALYZE or both, one
+ * table per statement. A statement holds PGlite's one connection while it runs (a VACUUM of 50,000 products just
+ * rewritten by their variants: 2.3 s the first time; of a table with little to do, milliseconds), so each waits until no
+ * request is being handled, for at most IDLE_WAIT_MS, before it starts.
+ *
+ * The counters are PostgreSQL's statistics, which PGlite keeps while it runs; rows changed before a start that the
+ * statistics did not survive count again once their table changes enough.
+ */
+
+/** How often the tables are checked, as autovacuum_naptime's default. */
+export const MAINTENANCE_EVERY_MS = 60_000;
+/** The longest a statement waits for a moment without requests: past it, it runs anyway (the growth must stop). */
+const IDLE_WAIT_MS = 60_000;
+
+export interface Maintained {
+  table: string;
+  vacuumed: boolean;
+  analyzed: boolean;
+  ms: number;
+}
+
+/** Autovacuum's thresholds (PostgreSQL's settings, as autovacuum reads them), per table, for the due ones. */
+const DUE_TABLES = `
+  with setting as (
+    select current_setting('autovacuum_vacuum_threshold')::float8 as vt, current_setting('autovacuum_vacuum_scale_factor')::float8 as vs,
+      current_setting('autovacuum_vacuum_insert_threshold')::float8 as it, current_setting('autovacuum_vacuum_insert_scale_factor')::float8 as iscale,
+      current_setting('autovacuum_analyze_threshold')::float8 as at, current_setting('autovacuum_analyze_scale_factor')::float8 as ascale,
+      current_setting('autovacuum_freeze_max_age')::float8 as freeze_age
+  ), tables as (
+    select format('%I.%I', n.nspname, c.relname) as name, greatest(c.reltuples, 0) as n, age(c.relfrozenxid) as xid_age,
+      coalesce(s.n_dead_tup, 0) as dead, coalesce(s.n_ins_since_vacuum, 0) as inserted, coalesce(s.n_mod_since_analyze, 0) as changed,
+      n.nspname <> 'pg_catalog' as analyzable
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace left join pg_stat_all_tables s on s.relid = c.oid
+    where c.relkind in ('r', 'm') and c.relpersistence = 'p' and n.nspname not in ('pg_toast', 'information_schema')
+  )
+  select name, dead > vt + vs * n or inserted > it + iscale * n or xid_age > freeze_age as vacuum,
+    analyzable and changed > at + ascale * n as analyze
+  from tables, setting
+  where dead > vt + vs * n or inserted > it + iscale * n or xid_age > freeze_age or (analyzable and changed > at + ascale * n)
+  order by name`;
+
+/**
+ * One pass: every due table vacuumed, analyzed, or both (catalogs are only vacuumed: their statistics are not what our
+ * queries' plans read), one statement each, each after `idle()` (or IDLE_WAIT_MS). Returns what was done; a table
+ * that fails is logged and skipped. Once `signal` aborts, no further statement starts.
+ */
+export async function maintainTables(db: Knex, idle: () => Promise<void> = async () => {}, signal?: AbortSignal): Promise<Maintained[]> {
+  // PostgreSQL hands a backend's counts to the statistics at most once a second, at the end of a transaction: asked
+  // for now, they are there for the next statement.
+  await db.raw('select pg_stat_force_next_flush()');
+  const { rows } = await db.raw(DUE_TABLES);
+  const done: Maintained[] = [];
+  for (const { name, vacuum, analyze } of rows as { name: string; vacuum: boolean; analyze: boolean }[]) {
+    await Promise.race([idle(), pause(IDLE_WAIT_MS, signal)]);
+    if (signal?.aborted) break;
+    const started = performance.now();
+    const statement = vacuum ? `vacuum${analyze ? ' (analyze)' : ''} ${name}` : `analyze ${name}`;
+    try {
+      await db.raw(statement);
+    } catch (err) {
+      log.warn('table maintenance failed', { table: name, ...errorFields(err) });
+      continue;
+    }
+    done.push({ table: name, vacuumed: vacuum, analyzed: analyze, ms: Math.round(performance.now() - started) });
+  }
+  const what = (d: Maintained) => [d.vacuumed && 'vacuum', d.analyzed && 'analyze'].filter(Boolean).join(' and ');
+  if (done.length) log.info('tables maintained', { tables: done.map((d) => `${d.table}: ${what(d)}, ${d.ms} ms`) });
+  return done;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts; never keeps the process alive. */
+const pause = (ms: number, signal?: AbortSignal) => sleep(ms, undefined, { signal, ref: false }).catch(() => undefined);
+
+/**
+ * Runs a pass every MAINTENANCE_EVERY_MS until `signal` aborts (the first after one interval, not at start: a start
+ * is busy enough); resolves once the statement under way, if any, has finished, so the caller may then close the
+ * database. Failures are logged, not thrown.
+ */
+export async function keepMaintainingTables(db: Knex, signal: AbortSignal, idle?: () => Promise<void>): Promise<void> {
+  for (;;) {
+    await pause(MAINTENANCE_EVERY_MS, signal);
+    if (signal.aborted) return;
+    try {
+      await maintainTables(db, idle, signal);
+    } catch (err) {
+      if (!signal.aborted) log.error('table maintenance failed', errorFields(err));
+    }
+  }
+}

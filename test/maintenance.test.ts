@@ -1,0 +1,76 @@
+import test from 'ava';
+import { maintainTables } from '../src/db/maintenance.js';
+import { freshPglite, type TestDatabase } from './helpers/database.js';
+
+// The embedded database's own autovacuum (src/db/maintenance.ts): PGlite whichever database the suite runs on, since
+// on PostgreSQL autovacuum does this work and `quoting serve` does not run it.
+let database: TestDatabase;
+test.before(async () => {
+  database = await freshPglite();
+});
+test.after.always(() => database?.close());
+
+const stats = async (table: string) =>
+  (await database.knex.raw(`select n_dead_tup::int as dead, vacuum_count::int as vacuums, analyze_count::int as analyzes from pg_stat_user_tables where relname = ?`, [table])).rows[0];
+
+test.serial('a table with dead rows is vacuumed and analyzed; once done, it is not due again', async (t) => {
+  const { knex } = database;
+  await knex.raw(`create table churn (id int primary key, v text)`);
+  await knex.raw(`create table quiet (id int primary key)`);
+  await knex.raw(`insert into churn select g, 'x' from generate_series(1, 1000) g`);
+  await knex.raw(`update churn set v = v || 'y'`);
+  await knex.raw(`update churn set v = v || 'z'`);
+
+  const done = await maintainTables(knex);
+  const churn = done.find((d) => d.table === 'public.churn');
+  t.truthy(churn, JSON.stringify(done));
+  t.true(churn!.vacuumed);
+  t.true(churn!.analyzed);
+  t.false(done.some((d) => d.table === 'public.quiet'), 'a table without changes is left alone');
+  const after = await stats('churn');
+  t.is(after.dead, 0);
+  t.is(after.vacuums, 1);
+  t.is(after.analyzes, 1);
+
+  const again = await maintainTables(knex);
+  t.false(again.some((d) => d.table === 'public.churn'), JSON.stringify(again));
+  t.is((await stats('churn')).vacuums, 1);
+});
+
+test.serial('each statement waits for a moment without requests', async (t) => {
+  const { knex } = database;
+  await knex.raw(`create table busy (id int primary key, v text)`);
+  await knex.raw(`insert into busy select g, 'x' from generate_series(1, 500) g`);
+  await knex.raw(`update busy set v = 'y'`);
+  let asked!: () => void;
+  const waiting = new Promise<void>((resolve) => (asked = resolve));
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const pass = maintainTables(knex, () => {
+    asked();
+    return gate;
+  });
+  await waiting;
+  // The pass is waiting: the database is free, and nothing has been vacuumed yet.
+  t.is((await stats('busy')).vacuums, 0);
+  open();
+  const done = await pass;
+  t.true(done.some((d) => d.table === 'public.busy' && d.vacuumed));
+  t.is((await stats('busy')).vacuums, 1);
+});
+
+test.serial('a pass stopped while it waits for a quiet moment starts no statement', async (t) => {
+  const { knex } = database;
+  await knex.raw(`create table stopped (id int primary key, v text)`);
+  await knex.raw(`insert into stopped select g, 'x' from generate_series(1, 500) g`);
+  await knex.raw(`update stopped set v = 'y'`);
+  const stop = new AbortController();
+  let asked!: () => void;
+  const waiting = new Promise<void>((resolve) => (asked = resolve));
+  // Never quiet: only the stop ends the wait.
+  const pass = maintainTables(knex, () => (asked(), new Promise<void>(() => {})), stop.signal);
+  await waiting;
+  stop.abort();
+  t.deepEqual(await pass, []);
+  t.is((await stats('stopped')).vacuums, 0);
+});
