@@ -23,7 +23,8 @@ const source: Knex.MigrationSource<MigrationFile> = {
   getMigration: (migration) => import(pathToFileURL(migration.file).href),
 };
 
-const config: Knex.MigratorConfig = { migrationSource: source, tableName: 'knex_migrations' };
+/** knex's migrator over migrations/ (also for a test that rolls the latest back). */
+export const migratorConfig: Knex.MigratorConfig = { migrationSource: source, tableName: 'knex_migrations' };
 
 export interface MigrationStatus {
   applied: string[];
@@ -31,12 +32,12 @@ export interface MigrationStatus {
 }
 
 export async function migrationStatus(knex: Knex): Promise<MigrationStatus> {
-  const [completed, pending] = (await knex.migrate.list(config)) as [{ name: string }[], MigrationFile[]];
+  const [completed, pending] = (await knex.migrate.list(migratorConfig)) as [{ name: string }[], MigrationFile[]];
   return { applied: completed.map((m) => m.name), pending: pending.map((m) => m.name) };
 }
 
 /** Applies pending migrations and returns their names (empty when none were pending). */
 export async function migrateLatest(knex: Knex): Promise<string[]> {
-  const [, applied] = (await knex.migrate.latest(config)) as [number, string[]];
+  const [, applied] = (await knex.migrate.latest(migratorConfig)) as [number, string[]];
   return applied;
 }
