@@ -5,10 +5,11 @@ import { errorFields, log } from '../log.js';
 /**
  * Autovacuum's work, done by `quoting serve` on the embedded database, where nothing else would do it. PGlite runs
  * PostgreSQL as one single-user backend, without the autovacuum launcher: a table of 20,000 rows updated five times
- * still held its 100,000 dead row versions after two idle minutes, and no page had been marked all-visible. Left so,
- * the space of updated and deleted rows is never reused (the free space map is kept by VACUUM alone, so every insert
- * appends: tracking events purged by retention and delivery rows updated twice each leave their tables growing for
- * ever), the index entries of dead rows pile up, and the planner has no statistics but those imports gather.
+ * and left idle for two minutes still had all of a vacuum's work waiting (20,030 dead rows, 99,850 dead item
+ * identifiers with their index entries, no page marked all-visible). Left so, the space of deleted and updated rows
+ * is not reused by inserts (they find room through the free space map, which VACUUM keeps), so tables whose rows are
+ * deleted or rewritten grow for ever (tracking events purged by retention, delivery rows updated twice each), the
+ * index entries of dead rows pile up, and the planner has no statistics but those imports gather.
  *
  * Every minute, the tables autovacuum would take, chosen by its own settings and formulas (threshold + scale factor ×
  * the table's rows, for dead rows, rows inserted since the last vacuum, rows changed since the last analyze, and the
