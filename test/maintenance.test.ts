@@ -13,13 +13,26 @@ test.after.always(() => database?.close());
 const stats = async (table: string) =>
   (await database.knex.raw(`select n_dead_tup::int as dead, vacuum_count::int as vacuums, analyze_count::int as analyzes from pg_stat_user_tables where relname = ?`, [table])).rows[0];
 
+/** A new table of `rows` rows, each then rewritten once: due for a vacuum. */
+async function churned(name: string, rows = 500): Promise<void> {
+  const { knex } = database;
+  await knex.raw(`create table ${name} (id int primary key, v text)`);
+  await knex.raw(`insert into ${name} select g, 'x' from generate_series(1, ${rows}) g`);
+  await knex.raw(`update ${name} set v = v || 'y'`);
+}
+
+/** An `idle()` for maintainTables that says when it is first asked, and answers `answer`. */
+function watchedIdle(answer: Promise<void>): { idle: () => Promise<void>; asked: Promise<void> } {
+  let asked!: () => void;
+  const first = new Promise<void>((resolve) => (asked = resolve));
+  return { idle: () => (asked(), answer), asked: first };
+}
+
 test.serial('a table with dead rows is vacuumed and analyzed; once done, it is not due again', async (t) => {
   const { knex } = database;
-  await knex.raw(`create table churn (id int primary key, v text)`);
-  await knex.raw(`create table quiet (id int primary key)`);
-  await knex.raw(`insert into churn select g, 'x' from generate_series(1, 1000) g`);
-  await knex.raw(`update churn set v = v || 'y'`);
+  await churned('churn', 1000);
   await knex.raw(`update churn set v = v || 'z'`);
+  await knex.raw(`create table quiet (id int primary key)`);
 
   const done = await maintainTables(knex);
   const churn = done.find((d) => d.table === 'public.churn');
@@ -39,18 +52,11 @@ test.serial('a table with dead rows is vacuumed and analyzed; once done, it is n
 
 test.serial('each statement waits for a moment without requests', async (t) => {
   const { knex } = database;
-  await knex.raw(`create table busy (id int primary key, v text)`);
-  await knex.raw(`insert into busy select g, 'x' from generate_series(1, 500) g`);
-  await knex.raw(`update busy set v = 'y'`);
-  let asked!: () => void;
-  const waiting = new Promise<void>((resolve) => (asked = resolve));
+  await churned('busy');
   let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const pass = maintainTables(knex, () => {
-    asked();
-    return gate;
-  });
-  await waiting;
+  const { idle, asked } = watchedIdle(new Promise<void>((resolve) => (open = resolve)));
+  const pass = maintainTables(knex, idle);
+  await asked;
   // The pass is waiting: the database is free, and nothing has been vacuumed yet.
   t.is((await stats('busy')).vacuums, 0);
   open();
@@ -61,15 +67,12 @@ test.serial('each statement waits for a moment without requests', async (t) => {
 
 test.serial('a pass stopped while it waits for a quiet moment starts no statement', async (t) => {
   const { knex } = database;
-  await knex.raw(`create table stopped (id int primary key, v text)`);
-  await knex.raw(`insert into stopped select g, 'x' from generate_series(1, 500) g`);
-  await knex.raw(`update stopped set v = 'y'`);
+  await churned('stopped');
   const stop = new AbortController();
-  let asked!: () => void;
-  const waiting = new Promise<void>((resolve) => (asked = resolve));
   // Never quiet: only the stop ends the wait.
-  const pass = maintainTables(knex, () => (asked(), new Promise<void>(() => {})), stop.signal);
-  await waiting;
+  const { idle, asked } = watchedIdle(new Promise<void>(() => {}));
+  const pass = maintainTables(knex, idle, stop.signal);
+  await asked;
   stop.abort();
   t.deepEqual(await pass, []);
   t.is((await stats('stopped')).vacuums, 0);
