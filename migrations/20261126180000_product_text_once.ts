@@ -3,8 +3,9 @@ import type { Knex } from 'knex';
 /**
  * A product keeps its API text once, in `list_json` (with its variants), where it kept it twice: `api_json`, its own
  * text without the variants (~440 of a row's ~1,900 bytes), was read by nothing but the triggers that build
- * `list_json` from it, and made every row a list of products reads a quarter wider (bench/embedded-reads.ts, 50,000
- * products on PGlite: the list's reads 185 ms on the table against 127 on the texts alone). The product's own fields
+ * `list_json` from it. Without it the products' heap of bench/embedded-reads.ts (50,000 seeded) is 118.6 MB instead of
+ * 166.8, and a product's write renders one text instead of two; the list's reads did not get faster for it (185 ms
+ * either way: finding the text in the row, not the row's bytes, is what costs there). The product's own fields
  * are now rendered straight into the head of `list_json`, and `list_head_chars` (the head's length in characters: the
  * product's text without its closing brace) says where the variants' part begins:
  * - a product's own write (BEFORE, `products_list_json`): the head rendered afresh (the expression and composite type

@@ -13,9 +13,9 @@ import { errorFields, log } from '../log.js';
  *
  * Every minute, the tables autovacuum would take, chosen by its own settings and formulas (threshold + scale factor ×
  * the table's rows, for dead rows, rows inserted since the last vacuum, rows changed since the last analyze, and the
- * age of the table's oldest unfrozen transaction id), catalogs included, each get VACUUM, ANALYZE or both, one
- * table per statement. A statement holds PGlite's one connection while it runs (a VACUUM of 50,000 products just
- * rewritten by their variants: 2.3 s the first time; of a table with little to do, milliseconds), so each waits until no
+ * age of the table's oldest unfrozen transaction id), catalogs included, each get VACUUM, ANALYZE or both, one table
+ * per statement. A statement holds PGlite's one connection while it runs (a VACUUM of 50,000 products just rewritten
+ * by their variants: 2.3 s the first time; of a table with little to do, milliseconds), so each waits until no
  * request is being handled, for at most IDLE_WAIT_MS, before it starts.
  *
  * The counters are PostgreSQL's statistics, which PGlite keeps while it runs; rows changed before a start that the
@@ -23,7 +23,7 @@ import { errorFields, log } from '../log.js';
  */
 
 /** How often the tables are checked, as autovacuum_naptime's default. */
-export const MAINTENANCE_EVERY_MS = 60_000;
+const MAINTENANCE_EVERY_MS = 60_000;
 /** The longest a statement waits for a moment without requests: past it, it runs anyway (the growth must stop). */
 const IDLE_WAIT_MS = 60_000;
 
