@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { errorFields, log } from '../log.js';
+import { pause, repeatUntilAborted } from '../repeat.js';
 
 /**
  * Autovacuum's work, done by `quoting serve` on the embedded database, where nothing else would do it. PGlite runs
@@ -83,22 +83,11 @@ export async function maintainTables(db: Knex, idle: () => Promise<void> = async
   return done;
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts; never keeps the process alive. */
-const pause = (ms: number, signal?: AbortSignal) => sleep(ms, undefined, { signal, ref: false }).catch(() => undefined);
-
 /**
  * Runs a pass every MAINTENANCE_EVERY_MS until `signal` aborts (the first after one interval, not at start: a start
  * is busy enough); resolves once the statement under way, if any, has finished, so the caller may then close the
  * database. Failures are logged, not thrown.
  */
-export async function keepMaintainingTables(db: Knex, signal: AbortSignal, idle?: () => Promise<void>): Promise<void> {
-  for (;;) {
-    await pause(MAINTENANCE_EVERY_MS, signal);
-    if (signal.aborted) return;
-    try {
-      await maintainTables(db, idle, signal);
-    } catch (err) {
-      if (!signal.aborted) log.error('table maintenance failed', errorFields(err));
-    }
-  }
+export function keepMaintainingTables(db: Knex, signal: AbortSignal, idle?: () => Promise<void>): Promise<void> {
+  return repeatUntilAborted('table maintenance failed', MAINTENANCE_EVERY_MS, signal, () => maintainTables(db, idle, signal), { now: false });
 }

@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { Config } from '../config.js';
-import { errorFields, log } from '../log.js';
+import { log } from '../log.js';
+import { repeatUntilAborted } from '../repeat.js';
 
 /** Rows deleted per statement, so a large backlog never holds locks for long. */
 const BATCH = 10_000;
@@ -46,14 +46,6 @@ export async function purgeExpiredTracking(db: Knex, config: Pick<Config, 'TRACK
  * Purges now and then every ten minutes until `signal` aborts; resolves when the last purge has
  * finished, so the caller may close the database after awaiting it. Failures are logged, not thrown.
  */
-export async function keepPurgingTracking(db: Knex, config: Pick<Config, 'TRACK_RETENTION_DAYS'>, signal: AbortSignal): Promise<void> {
-  while (!signal.aborted) {
-    try {
-      await purgeExpiredTracking(db, config);
-    } catch (err) {
-      if (!signal.aborted) log.error('tracking purge failed', errorFields(err));
-    }
-    // unref: a purge pending is never what keeps a process alive; an abort ends the wait.
-    await sleep(EVERY_MS, undefined, { signal, ref: false }).catch(() => undefined);
-  }
+export function keepPurgingTracking(db: Knex, config: Pick<Config, 'TRACK_RETENTION_DAYS'>, signal: AbortSignal): Promise<void> {
+  return repeatUntilAborted('tracking purge failed', EVERY_MS, signal, () => purgeExpiredTracking(db, config));
 }
