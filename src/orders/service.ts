@@ -124,10 +124,13 @@ async function totalOrder(trx: Db, workspaceId: number, orderId: number): Promis
      where o.id = ? and o.workspace_id = ?`,
     [orderId, workspaceId, orderId, workspaceId],
     )
-    .catch((err: unknown) => {
-      if (isNumericOverflow(err)) throw new Validation('items', 'items: the order total must be less than 1000000000000.');
-      throw err;
-    });
+    .catch(totalTooLarge);
+}
+
+/** An order total past numeric(14,2), from any statement that computes one: a 422 naming the items. */
+function totalTooLarge(err: unknown): never {
+  if (isNumericOverflow(err)) throw new Validation('items', 'items: the order total must be less than 1000000000000.');
+  throw err;
 }
 
 /**
@@ -177,10 +180,7 @@ export async function convertQuote(trx: Db, access: Access, quoteId: number) {
     throw new Conflict(`Quote ${quote.quote_number} is ${quote.status}; only an accepted or paid quote can be converted.`);
   }
   const values = [workspaceId, quote.id, quote.id, workspaceId, quote.id, workspaceId, workspaceId, quote.id, access.actor, quote.quote_number];
-  const [row] = await convert(trx, access, 'order.created', values).catch((err: unknown) => {
-    if (isNumericOverflow(err)) throw new Validation('items', 'items: the order total must be less than 1000000000000.');
-    throw err;
-  });
+  const [row] = await convert(trx, access, 'order.created', values).catch(totalTooLarge);
   return { order: row.order, items: row.items, created: true };
 }
 
