@@ -17,7 +17,7 @@ import { EMBEDDED_PAGE_ROWS } from '../src/db/pages.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { benchArgs, median, note, printTable, runBench, signUp, startEmbedded, tempDataDir, withDataDir } from './lib.js';
+import { benchArgs, median, note, printTable, spread, runBench, signUp, startEmbedded, tempDataDir, withDataDir } from './lib.js';
 
 const { values } = benchArgs('embedded-reads.js', {
   rows: { type: 'string', default: '50000' },
@@ -30,8 +30,6 @@ const rounds = Math.max(3, Number(values.rounds));
 /** Each list's table and the column its pages join (src/<area>/service.ts). */
 const TEXT_OF: Record<string, string> = { quotes: 'api_json', orders: 'api_json', customers: 'api_json', products: 'list_json' };
 
-const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
-const spread = (xs: number[]) => `${fmt(Math.min(...xs))} / ${fmt(median(xs))} / ${fmt(Math.max(...xs))}`;
 
 /** Reads a whole list in the app's pages; returns ms and bytes. */
 async function readList(db: PGlite, table: string, column: string, workspaceId: number): Promise<{ ms: number; bytes: number }> {

@@ -22,7 +22,7 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { benchArgs, bin, forkScript, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
+import { benchArgs, bin, fmt, forkScript, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
 
 const { values } = benchArgs('embedded.js', {
   rows: { type: 'string', default: '50000' },
@@ -41,8 +41,6 @@ const LISTS = ['quotes', 'orders', 'customers', 'products'] as const;
 const TARGET = { healthzP99: 100, listMs: 1500 };
 
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
-const spread = (xs: number[]) => `${fmt(Math.min(...xs))} / ${fmt(median(xs))} / ${fmt(Math.max(...xs))}`;
 const latencies = (xs: number[]) => `${fmt(percentile(xs, 50))} / ${fmt(percentile(xs, 99))} / ${fmt(Math.max(...xs))}`;
 
 async function seed(knex: Knex, workspaceId: number, from: number, to: number): Promise<void> {

@@ -23,7 +23,7 @@ import { csvOptions } from '../src/imports/csv.js';
 import { itemJsonText } from '../src/orders/service.js';
 import { orderCsv, productCsv } from './imports-data.js';
 import { mb, MB, readStatus, startSampler } from './rss.js';
-import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, type ChildServer } from './lib.js';
+import { benchArgs, fmt, freshPostgresUrl, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, type ChildServer } from './lib.js';
 
 const { values } = benchArgs('imports.js', {
   rows: { type: 'string', default: '50000' },
@@ -151,8 +151,6 @@ async function databaseFloor(db: Knex, kind: 'products' | 'orders', file: string
 
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').trim();
 
-const fmt = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
-const stats = (samples: number[]) => `${fmt(Math.min(...samples))} / ${fmt(median(samples))} / ${fmt(Math.max(...samples))}`;
 
 runBench(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-imports-'));
@@ -202,8 +200,8 @@ runBench(async () => {
       const r = results[kind];
       const floor = r.parse.map((v, i) => v + r.floor[i]);
       return [
-        kind, stats(r.copy), stats(r.parse), stats(r.floor), stats(r.first), stats(ratios(r.first, r.copy)), stats(ratios(r.first, floor)),
-        stats(r.again), fmt(Math.max(...r.rss) / MB), fmt(Math.max(...r.againRss) / MB),
+        kind, spread(r.copy), spread(r.parse), spread(r.floor), spread(r.first), spread(ratios(r.first, r.copy)), spread(ratios(r.first, floor)),
+        spread(r.again), fmt(Math.max(...r.rss) / MB), fmt(Math.max(...r.againRss) / MB),
       ];
     }),
   ]);
@@ -233,7 +231,7 @@ runBench(async () => {
     ['', 'import ms', 're-import ms', 'RSS growth MB (max)', 're-import RSS MB (max)'],
     ...(['products', 'orders'] as const).map((kind) => {
       const r = pglite[kind];
-      return [kind, stats(r.first), stats(r.again), fmt(Math.max(...r.rss) / MB), fmt(Math.max(...r.againRss) / MB)];
+      return [kind, spread(r.first), spread(r.again), fmt(Math.max(...r.rss) / MB), fmt(Math.max(...r.againRss) / MB)];
     }),
   ]);
   note(`/proc/loadavg after: ${loadavg()}`);

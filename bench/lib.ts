@@ -26,6 +26,13 @@ export function percentile(samples: number[], q: number): number {
 
 export const median = (samples: number[]) => percentile(samples, 50);
 export const ms = (value: number, digits = 1) => `${value.toFixed(digits)} ms`;
+/** A figure as the tables print it by default: whole from 100 up, one decimal below. */
+export const fmt = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
+/** `min / median / max` of samples, each with `digits` decimals (as fmt prints it without). */
+export function spread(samples: number[], digits?: number): string {
+  const figure = digits === undefined ? fmt : (value: number) => value.toFixed(digits);
+  return `${figure(Math.min(...samples))} / ${figure(median(samples))} / ${figure(Math.max(...samples))}`;
+}
 
 // ---------------------------------------------------------------- output
 

@@ -28,7 +28,7 @@ import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/pages.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
-  benchArgs, databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
+  benchArgs, databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
   type ChildServer, type Forked,
 } from './lib.js';
 import { MB, mb, readStatus, startSampler } from './rss.js';
@@ -47,8 +47,6 @@ const TARGET = { ratio: 1.5, growthMb: 100 };
 
 type ListName = 'quotes' | 'orders' | 'customers' | 'products';
 
-const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
-const spread = (xs: number[]) => `${fmt(Math.min(...xs))} / ${fmt(median(xs))} / ${fmt(Math.max(...xs))}`;
 /** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat (in clock ticks, 100 per second on Linux). */
 function cpuMs(pid: number): number {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');

@@ -16,7 +16,7 @@ import autocannon from 'autocannon';
 import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import { createSession, SESSION_COOKIE } from '../src/auth/sessions.js';
-import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startChild, startQuoting } from './lib.js';
+import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild, startQuoting } from './lib.js';
 
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
@@ -155,7 +155,6 @@ runBench(async () => {
       server.databaseUs.push(databaseUs);
     }
   }
-  const spread = (xs: number[]) => `${Math.min(...xs).toFixed(0)} / ${median(xs).toFixed(0)} / ${Math.max(...xs).toFixed(0)}`;
   const koa = median(servers[0].rates);
   printTable(
     `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}, ${cookies.length} sessions in turn; load average ${loadavg()}`,
@@ -165,7 +164,7 @@ runBench(async () => {
         const ratios = s.rates.map((rate, round) => rate / servers[0].rates[round]);
         const ratioSpread = `${Math.min(...ratios).toFixed(3)} / ${median(ratios).toFixed(3)} / ${Math.max(...ratios).toFixed(3)}`;
         const cpu = `${median(s.serverUs).toFixed(0)} / ${median(s.databaseUs).toFixed(0)}`;
-        return [s.name, spread(s.rates), `${median(s.p99)} ms`, cpu, (median(s.rates) / koa).toFixed(3), ratioSpread];
+        return [s.name, spread(s.rates, 0), `${median(s.p99)} ms`, cpu, (median(s.rates) / koa).toFixed(3), ratioSpread];
       }),
     ],
   );

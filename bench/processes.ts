@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import { openPostgres } from '../src/db/database.js';
-import { benchArgs, databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
+import { benchArgs, databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, spread as spreadOf, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
 
 const { values } = benchArgs('processes.js', {
   db: { type: 'string', default: 'postgres,embedded' },
@@ -248,7 +248,6 @@ async function onPostgres(): Promise<void> {
   const gapFree = numbering.every((r: { n: number; distinct_numbers: number; first: number; last: number }) => r.first === 1 && r.last === r.n && r.distinct_numbers === r.n);
   if (!gapFree || stored !== createdOk) throw new Error(`quote numbers: ${JSON.stringify(numbering)}; ${createdOk} answered 201`);
 
-  const spreadOf = (xs: number[], digits: number) => `${Math.min(...xs).toFixed(digits)} / ${percentile(xs, 50).toFixed(digits)} / ${Math.max(...xs).toFixed(digits)}`;
   const row = (label: string, key: keyof Sample, digits: number) => {
     const one = samples[1].map((s) => s[key]);
     const two = samples[2].map((s) => s[key]);

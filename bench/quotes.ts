@@ -30,7 +30,7 @@ import type { Workspace } from '../src/workspaces/model.js';
 import { eventId } from '../src/events/outbox.js';
 import { createQuoteBody } from '../src/quotes/schema.js';
 import { createQuote } from '../src/quotes/service.js';
-import { benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, runBench, signUp, startEmbedded, startQuoting, tempDataDir, type ChildServer, type DbKind } from './lib.js';
+import { benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, type ChildServer, type DbKind } from './lib.js';
 
 const { values } = benchArgs('quotes.js', {
   db: { type: 'string', default: 'postgres,embedded' },
@@ -321,7 +321,6 @@ async function workspaceOf(knex: Knex, baseUrl: string, cookie: string): Promise
   return (await knex('workspaces').where({ id: data.workspace.id }).first()) as Workspace;
 }
 
-const spread = (xs: number[], digits = 1) => `${Math.min(...xs).toFixed(digits)} / ${median(xs).toFixed(digits)} / ${Math.max(...xs).toFixed(digits)}`;
 
 /** Baseline and app in alternating rounds; returns the rates of each. */
 async function alternate(baseline: () => Promise<Load>, app: () => Promise<Load>): Promise<{ baseline: Load[]; app: Load[] }> {
@@ -432,7 +431,7 @@ async function writes({ kind, app, cookie, catalogue, sql, knex }: Setup) {
       baselineMedians[lines] = median(rate(baseline));
       const ratio = median(rate(api)) / median(rate(baseline));
       const perRound = api.map((l, round) => l.rate / baseline[round].rate);
-      rows.push([lines, statements, spread(rate(baseline)), spread(rate(api)), `${ratio.toFixed(2)}${lines !== 20 || ratio >= TARGETS.createRatio ? '' : ' !'}`, spread(perRound, 2),
+      rows.push([lines, statements, spread(rate(baseline), 1), spread(rate(api), 1), `${ratio.toFixed(2)}${lines !== 20 || ratio >= TARGETS.createRatio ? '' : ' !'}`, spread(perRound, 2),
         `${median(api.map((l) => l.p50)).toFixed(0)} / ${median(api.map((l) => l.p99)).toFixed(0)} ms`]);
     }
     printTable(
@@ -483,7 +482,7 @@ async function writes({ kind, app, cookie, catalogue, sql, knex }: Setup) {
     printTable(`${dbName(kind)}: b) create (${FLOW_LINES} lines) → send → accept → convert: ${rounds} alternating rounds of ${duration} s; flows/s min / median / max`, [
       ['run', 'flows/s', 'create p50', 'send p50', 'accept p50', 'convert p50'],
       ...[['raw SQL', baseline] as const, ['app', flows] as const].map(([name, ls]) => [
-        name, spread(rate(ls)), ...['create', 'send', 'accept', 'convert'].map((s) => `${median(ls.map((l) => percentile(l.steps[s], 50))).toFixed(1)} ms`),
+        name, spread(rate(ls), 1), ...['create', 'send', 'accept', 'convert'].map((s) => `${median(ls.map((l) => percentile(l.steps[s], 50))).toFixed(1)} ms`),
       ]),
     ]);
     note(`app / raw SQL (medians): ${(median(rate(flows)) / median(rate(baseline))).toFixed(2)}`);

@@ -42,7 +42,7 @@ import type { Knex } from 'knex';
 import { openPostgres } from '../src/db/database.js';
 import { spawn } from 'node:child_process';
 import {
-  benchArgs, bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, root, runBench, signUp,
+  benchArgs, bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, spread, root, runBench, signUp,
   startEmbedded, startQuoting, startWorker, withDataDir, type ChildServer, type Forked, type Worker,
 } from './lib.js';
 
@@ -374,8 +374,6 @@ async function onPostgres(): Promise<void> {
     const loadAfter = fs.readFileSync('/proc/loadavg', 'utf8').trim();
 
     const perSecondOf = (r: Throughput) => N / (r.receivedMs / 1000);
-    const spread = (values: number[], digits = 0) =>
-      `${Math.min(...values).toFixed(digits)} / ${percentile(values, 50).toFixed(digits)} / ${Math.max(...values).toFixed(digits)}`;
     const ratios = (r: (typeof results)[number]) => r.worker.map((w, k) => r.ceiling[k].receivedMs / w.receivedMs);
     const medianOf = (values: number[]) => percentile(values, 50);
     const perDelivery = (runs: Throughput[], what: 'senderCpu' | 'postgresCpu' | 'receiverCpu') => medianOf(runs.map((w) => (1000 * w[what]) / N));
@@ -389,10 +387,10 @@ async function onPostgres(): Promise<void> {
           'CPU µs/delivery: ceiling sender; worker + postgres + receiver', 'machine limit (2 cores) / ceiling'],
         ...results.map((r) => [
           `${r.concurrency}x${r.batch}`,
-          spread(r.ceiling.map(perSecondOf)),
-          spread(r.worker.map(perSecondOf)),
+          spread(r.ceiling.map(perSecondOf), 0),
+          spread(r.worker.map(perSecondOf), 0),
           spread(ratios(r), 2),
-          spread(r.worker.map((w) => w.recordedMs!)),
+          spread(r.worker.map((w) => w.recordedMs!), 0),
           r.worker.reduce((sum, w) => sum + w.done.requests - w.done.distinct, 0),
           cpuShare(medianOf(r.worker.map((w) => w.senderCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
           cpuShare(medianOf(r.worker.map((w) => w.postgresCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
@@ -586,8 +584,6 @@ async function onEmbedded(): Promise<void> {
 
   if (configs.length) {
     const perSecondOf = (r: EmbeddedRound) => N / (r.spanMs / 1000);
-    const spread = (values: number[], digits = 0) =>
-      `${Math.min(...values).toFixed(digits)} / ${percentile(values, 50).toFixed(digits)} / ${Math.max(...values).toFixed(digits)}`;
     const ratios = (r: (typeof results)[number]) => r.serve.map((w, k) => r.ceiling[k].spanMs / w.spanMs);
     const medianOf = (values: number[]) => percentile(values, 50);
     const perDelivery = (cpuMs: number[]) => (1000 * medianOf(cpuMs)) / N;
@@ -599,10 +595,10 @@ async function onEmbedded(): Promise<void> {
           'CPU µs/delivery: ceiling sender; serve (main thread) + receiver', 'machine limit (2 cores) / ceiling'],
         ...results.map((r) => [
           `${r.concurrency}x${r.batch}`,
-          spread(r.ceiling.map(perSecondOf)),
-          spread(r.serve.map(perSecondOf)),
+          spread(r.ceiling.map(perSecondOf), 0),
+          spread(r.serve.map(perSecondOf), 0),
           spread(ratios(r), 2),
-          spread(r.serve.map((w) => w.waitMs)),
+          spread(r.serve.map((w) => w.waitMs), 0),
           r.serve.reduce((sum, w) => sum + w.done.requests - w.done.distinct, 0),
           `${cpuShare(medianOf(r.serve.map((w) => w.senderCpu)), medianOf(r.serve.map((w) => w.spanMs)))} ` +
             `(${cpuShare(medianOf(r.serve.map((w) => w.mainThreadCpu ?? NaN)), medianOf(r.serve.map((w) => w.spanMs)))})`,

@@ -11,7 +11,7 @@
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { openDatabase } from '../src/db/database.js';
-import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, runBench, signUp, startQuoting } from './lib.js';
+import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startQuoting } from './lib.js';
 
 const { values } = benchArgs('writes.js', {
   write: { type: 'string', default: 'customer' },
@@ -82,7 +82,6 @@ runBench(async () => {
     )
   ).rows;
   if (events < answered || undelivered) throw new Error(`${answered} writes answered, but ${events} events written, ${undelivered} of them without exactly one delivery`);
-  const spread = (xs: number[], digits = 1) => `${Math.min(...xs).toFixed(digits)} / ${median(xs).toFixed(digits)} / ${Math.max(...xs).toFixed(digits)}`;
   const baseline = measured.get('baseline');
   const ours = measured.get('this build')!;
   printTable(`PATCH ${write.path.replace(/\/\d+/g, '/{id}')} (one event and one delivery each) at ${connections} connections, PostgreSQL: ${rounds} alternating rounds of ${values.duration} s; req/s min / median / max`, [
@@ -92,7 +91,7 @@ runBench(async () => {
       const rates = ms.map((m) => m.rate);
       const ratio = baseline && build !== 'baseline' ? (median(rates) / median(baseline.map((m) => m.rate))).toFixed(2) : '';
       const perRound = baseline && build !== 'baseline' ? spread(ours.map((m, i) => m.rate / baseline[i].rate), 2) : '';
-      return [build, spread(rates), `${median(ms.map((m) => m.p50))} ms`, ratio, perRound];
+      return [build, spread(rates, 1), `${median(ms.map((m) => m.p50))} ms`, ratio, perRound];
     }),
   ]);
   note(`\n${answered} writes answered; ${events} events written (the answered ones and those still in flight when a round ended), each with one delivery.`);
