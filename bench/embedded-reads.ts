@@ -3,19 +3,20 @@
  * app's page queries (src/db/pages.ts: 2,000 rows by id, their texts joined by `string_agg`, bitmap scans off, the
  * reply read off the wire as the thread reads it, src/db/pglite-wire.ts) are run on three tables of one PGlite, on a
  * data directory seeded as bench/lists.ts seeds it (without statistics):
- *   A: the list's own table, as the app reads it (its text the last of its columns: added by a migration);
- *   B: a copy of that table with the text third, after id and workspace_id (the same rows, the same width);
+ *   A: the list's own table (its text the last of its columns), as a filtered list reads it, and as an unfiltered
+ *      one did before migration 20261126200000;
+ *   T: the list's texts table (`quote_texts`, …), as an unfiltered list reads it now, as the app's writes left it;
  *   C: the texts alone, with id and workspace_id (the shape of bench/lists.ts's limit, on the same data directory).
- * B and C are vacuumed and analyzed copies; A is as the app has it. Rounds alternate A B C; min / median / max, and
- * the ratios of the medians. A ÷ C is how far the app's reads alone are from the limit's; A ÷ B what the text's place
- * in the row costs (PostgreSQL walks every column before it to find it).
+ * C is a vacuumed and analyzed copy; A and T are as the app has them. Rounds alternate A T C; min / median / max, and
+ * the ratios of the medians. T ÷ C is how far an unfiltered list's reads alone are from the limit's; A ÷ C how far
+ * they were reading the table itself (PostgreSQL walks every column before the text to find it).
  *   node dist/bench/embedded-reads.js [--rows 50000] [--rounds 9] [--lists quotes,orders,customers,products]
  */
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { EMBEDDED_PAGE_ROWS } from '../src/db/pages.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
-import { seedCustomers, seedProducts } from './lists-seed.js';
+import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import { benchArgs, median, note, printTable, spread, runBench, signUp, startEmbedded, tempDataDir, withDataDir } from './lib.js';
 
@@ -27,8 +28,13 @@ const { values } = benchArgs('embedded-reads.js', {
 const rows = Number(values.rows);
 const rounds = Math.max(3, Number(values.rounds));
 
-/** Each list's table and the column its pages join (src/<area>/service.ts). */
-const TEXT_OF: Record<string, string> = { quotes: 'api_json', orders: 'api_json', customers: 'api_json', products: 'list_json' };
+/** Each list's text column in its table, and its texts table (src/<area>/service.ts, migration 20261126200000). */
+const TEXT_OF: Record<string, { column: string; texts: string }> = {
+  quotes: { column: 'api_json', texts: 'quote_texts' },
+  orders: { column: 'api_json', texts: 'order_texts' },
+  customers: { column: 'api_json', texts: 'customer_texts' },
+  products: { column: 'list_json', texts: 'product_texts' },
+};
 
 
 /** Reads a whole list in the app's pages; returns ms and bytes. */
@@ -55,7 +61,7 @@ runBench(async () => {
   await server.stop();
   const workspaceId = await withDataDir(dataDir, async ({ knex }) => {
     const id: number = (await knex.raw('select workspace_id from users where email = ?', [email])).rows[0].workspace_id;
-    for (const table of ['customers', 'products', 'variants', 'quotes', 'orders']) await knex.raw(`alter table ${table} set (autovacuum_enabled = false)`);
+    for (const table of SEEDED_TABLES) await knex.raw(`alter table ${table} set (autovacuum_enabled = false)`);
     const started = performance.now();
     await seedCustomers(knex, id, 1, rows, false);
     await seedProducts(knex, id, 1, rows, false);
@@ -68,44 +74,41 @@ runBench(async () => {
   const db = new PGlite(path.join(dataDir, 'pglite'));
   const table: (string | number)[][] = [];
   for (const list of values.lists.split(',').filter(Boolean)) {
-    const column = TEXT_OF[list];
+    const { column, texts } = TEXT_OF[list];
     const columns: string[] = (await db.query<{ attname: string }>(
       `select attname from pg_attribute where attrelid = '${list}'::regclass and attnum > 0 and not attisdropped order by attnum`,
     )).rows.map((r) => r.attname);
-    const rest = columns.filter((c) => !['id', 'workspace_id', column].includes(c));
-    await db.exec(`create table bench_third as select id, workspace_id, ${column}, ${rest.join(', ')} from ${list};
-      create index on bench_third (workspace_id, id);
-      create table bench_texts as select id, workspace_id, ${column} from ${list};
+    await db.exec(`create table bench_texts as select id, workspace_id, ${column} from ${list};
       create index on bench_texts (workspace_id, id);`);
-    for (const copy of ['bench_third', 'bench_texts']) await db.exec(`vacuum analyze ${copy}`); // VACUUM: one per statement
-    const times: Record<'a' | 'b' | 'c', number[]> = { a: [], b: [], c: [] };
+    await db.exec('vacuum analyze bench_texts'); // VACUUM: one per statement
+    const times: Record<'a' | 't' | 'c', number[]> = { a: [], t: [], c: [] };
     let bytes = 0;
     for (let round = 0; round <= rounds; round++) {
-      // Round 0 warms the buffers (and sets the app table's hint bits, as its first list does) and is not counted.
+      // Round 0 warms the buffers (and sets the app tables' hint bits, as their first list does) and is not counted.
       const a = await readList(db, list, column, workspaceId);
-      const b = await readList(db, 'bench_third', column, workspaceId);
+      const t = await readList(db, texts, 'json', workspaceId);
       const c = await readList(db, 'bench_texts', column, workspaceId);
-      if (a.bytes !== b.bytes || a.bytes !== c.bytes) throw new Error(`${list}: the three tables gave different texts`);
+      if (a.bytes !== t.bytes || a.bytes !== c.bytes) throw new Error(`${list}: the three tables gave different texts`);
       bytes = a.bytes;
       if (round === 0) continue;
       times.a.push(a.ms);
-      times.b.push(b.ms);
+      times.t.push(t.ms);
       times.c.push(c.ms);
     }
-    const sizes = (await db.query<{ a: string; b: string; c: string }>(
-      `select pg_relation_size('${list}') a, pg_relation_size('bench_third') b, pg_relation_size('bench_texts') c`,
+    const sizes = (await db.query<{ a: string; t: string; c: string }>(
+      `select pg_relation_size('${list}') a, pg_relation_size('${texts}') t, pg_relation_size('bench_texts') c`,
     )).rows[0];
-    await db.exec('drop table bench_third; drop table bench_texts');
+    await db.exec('drop table bench_texts');
     const mb = (n: number | string) => `${(Number(n) / 1e6).toFixed(1)} MB`;
     table.push([
-      list, `${columns.indexOf(column) + 1} of ${columns.length}`, mb(bytes), `${mb(sizes.a)} / ${mb(sizes.b)} / ${mb(sizes.c)}`,
-      spread(times.a), spread(times.b), spread(times.c),
-      (median(times.a) / median(times.b)).toFixed(2), (median(times.a) / median(times.c)).toFixed(2),
+      list, `${columns.indexOf(column) + 1} of ${columns.length}`, mb(bytes), `${mb(sizes.a)} / ${mb(sizes.t)} / ${mb(sizes.c)}`,
+      spread(times.a), spread(times.t), spread(times.c),
+      (median(times.t) / median(times.c)).toFixed(2), (median(times.a) / median(times.c)).toFixed(2),
     ]);
   }
   await db.close();
   printTable(`PGlite page reads of ${rows}-row lists, ${rounds} alternated rounds; ms min / median / max`, [
-    ['list', 'text column', 'texts', 'heap A / B / C', 'A: the app\'s table', 'B: text third', 'C: texts alone', 'A ÷ B', 'A ÷ C'],
+    ['list', 'text column in A', 'texts', 'heap A / T / C', 'A: the list\'s table', 'T: its texts table', 'C: texts alone', 'T ÷ C', 'A ÷ C'],
     ...table,
   ]);
 });

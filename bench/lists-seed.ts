@@ -5,6 +5,12 @@
  */
 import type { Knex } from 'knex';
 
+/**
+ * The tables the list seeds write: the lists', the variants', and the texts tables their triggers keep (migration
+ * 20261126200000). A benchmark measuring plans without statistics turns autovacuum off on each.
+ */
+export const SEEDED_TABLES = ['customers', 'products', 'variants', 'quotes', 'orders', 'customer_texts', 'product_texts', 'quote_texts', 'order_texts'];
+
 const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
 /** `(ARRAY['a','b',…])[1 + (expr) % n]` (expr may be bigint): a deterministic pick from a list of SQL text literals. */

@@ -25,7 +25,7 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { openDatabase } from '../src/db/database.js';
 import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/pages.js';
-import { seedCustomers, seedProducts } from './lists-seed.js';
+import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
   benchArgs, databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
@@ -57,7 +57,7 @@ const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(
 /** Seeds `rows` of every list into the workspace (customers first: quotes and orders use them), growing from `from`. */
 async function seed(knex: Knex, workspaceId: number, from: number, to: number, analyze: boolean): Promise<void> {
   if (!analyze) {
-    for (const table of ['customers', 'products', 'variants', 'quotes', 'orders']) await knex.raw(`alter table ${table} set (autovacuum_enabled = false)`);
+    for (const table of SEEDED_TABLES) await knex.raw(`alter table ${table} set (autovacuum_enabled = false)`);
   }
   await seedCustomers(knex, workspaceId, from, to, analyze);
   await seedProducts(knex, workspaceId, from, to, analyze);

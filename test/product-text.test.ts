@@ -2,8 +2,9 @@ import test from 'ava';
 import { migratorConfig } from '../src/db/migrations.js';
 import { freshDatabase, type TestDatabase } from './helpers/database.js';
 
-// 20261126180000_product_text_once on a database that already holds products: the migration rolled back, products
-// and variants written in the schema before it (the product's own text in api_json), then migrated again.
+// 20261126180000_product_text_once on a database that already holds products: the migration (and those after it)
+// rolled back, products and variants written in the schema before it (the product's own text in api_json), then
+// migrated again.
 let database: TestDatabase;
 test.before(async () => {
   database = await freshDatabase();
@@ -11,6 +12,8 @@ test.before(async () => {
 test.after.always(() => database?.close());
 
 const MIGRATION = '20261126180000_product_text_once';
+/** The migrations after it, rolled back first (newest first) and applied again with it. */
+const LATER = ['20261126200000_list_texts'];
 /** A product's text as the API renders it (the composite of 20261123180000), and its variants' part, from its rows. */
 const expected = `left(row_to_json(row(p.id, p.sku, p.name, p.type, p.status, p.brand, p.category, p.description,
     iso_time(p.created_at), iso_time(p.updated_at))::products_api)::text, -1) || ',"variants":[' ||
@@ -18,8 +21,13 @@ const expected = `left(row_to_json(row(p.id, p.sku, p.name, p.type, p.status, p.
 
 test('migrating keeps every product text byte for byte, and later writes of a product or its variants render it as before', async (t) => {
   const { knex } = database;
-  const [, rolledBack] = (await knex.migrate.down(migratorConfig)) as [number, string[]];
-  t.deepEqual(rolledBack.map((file) => file.replace(/\.js$/, '').replace(/^.*\//, '')), [MIGRATION], 'this migration is the latest');
+  const rolledBack: string[] = [];
+  while (!rolledBack.includes(MIGRATION)) {
+    const [, files] = (await knex.migrate.down(migratorConfig)) as [number, string[]];
+    if (!files.length) break;
+    rolledBack.push(...files.map((file) => file.replace(/\.js$/, '').replace(/^.*\//, '')));
+  }
+  t.deepEqual(rolledBack, [...LATER, MIGRATION], 'the migrations after this one are LATER');
 
   const [{ id: ws }] = (await knex.raw(`insert into workspaces (name, slug, public_key, secret_key_hash) values ('T', 'product-text', 'pk_t', 'h_t') returning id`)).rows;
   // Quotes, backslashes, control characters and text beyond Latin-1 in every text field; one product without variants.
@@ -43,6 +51,9 @@ test('migrating keeps every product text byte for byte, and later writes of a pr
   t.deepEqual(after.map((r: { id: number; list_json: string }) => [r.id, r.list_json]), before.map((r: { id: number; list_json: string }) => [r.id, r.list_json]));
   for (const row of after) t.is(row.list_json, row.expected);
   t.false(after.some((r: { head: string }) => r.head.endsWith(',"variants":[')), 'the head stops before the variants');
+  // 20261126200000_list_texts copied the existing texts for the unfiltered list.
+  const copies = (await knex.raw(`select id, json from product_texts where workspace_id = ? order by id`, [ws])).rows;
+  t.deepEqual(copies.map((r: { id: number; json: string }) => [r.id, r.json]), before.map((r: { id: number; list_json: string }) => [r.id, r.list_json]));
 
   // Later writes: a product's own fields, a variant changed, one added, one deleted, a product's first variant.
   await knex.raw(`update products set name = 'Renamed "x" ,"variants":[', description = null where workspace_id = ? and sku in ('P-1', 'P-30')`, [ws]);

@@ -1,7 +1,7 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { countReferences, scoped, whereSearch } from '../db/scoped.js';
-import { jsonPages, type JsonPage } from '../db/pages.js';
+import { countReferences, scoped, unfiltered, whereSearch } from '../db/scoped.js';
+import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, NotFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
@@ -26,6 +26,7 @@ export async function getCustomer(db: Db, access: Access, id: number): Promise<C
 
 /** The filtered list, by id, as JSON pages rendered by the database. */
 export function listCustomers(db: Db, access: Access, filters: { q?: string }): AsyncGenerator<JsonPage> {
+  if (unfiltered(filters)) return textPages(db, 'customer_texts', access.workspaceId);
   return jsonPages(db, () => whereSearch(scoped(db, 'customers as c', access.workspaceId), ['c.name', 'c.email', 'c.company'], filters.q), 'c.id', 'c.api_json');
 }
 

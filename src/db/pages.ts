@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
+import { scoped } from './scoped.js';
 import { copyRows, inlineSql, type LentText } from './copy-out.js';
 import { giveBackBytes } from './pglite-thread.js';
 
@@ -59,6 +60,17 @@ export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn
     if (n < rows) return;
     after = lastId;
   }
+}
+
+/**
+ * A whole list, unfiltered: the texts kept beside its table (`quote_texts`, `order_texts`, `customer_texts`,
+ * `product_texts`: workspace_id, id and the stored text alone, kept by the statements that write the table, migration
+ * 20261126200000_list_texts), read in the same pages. PostgreSQL finds a text in those narrow rows without walking
+ * the table's other columns, and reads no page that holds them. A filtered list reads its table, where the
+ * filtered columns are.
+ */
+export function textPages(db: Db, texts: string, workspaceId: number): AsyncGenerator<JsonPage> {
+  return jsonPages(db, () => scoped(db, `${texts} as t`, workspaceId), 't.id', 't.json');
 }
 
 /** The page through COPY, in one round trip: its rows (id, text) in order, joined by copy-out.ts as they arrive. */

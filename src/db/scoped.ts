@@ -23,6 +23,11 @@ export function whereExact(query: Knex.QueryBuilder, filters: Record<string, str
   return query;
 }
 
+/** Whether no filter is given: every value empty (ignored, as whereExact and whereSearch ignore them). */
+export function unfiltered(filters: object): boolean {
+  return Object.values(filters).every((value) => value === undefined || value === '');
+}
+
 /** Case-insensitive substring search over several columns; an empty `q` is ignored. */
 export function whereSearch(query: Knex.QueryBuilder, columns: string[], q: string | undefined): Knex.QueryBuilder {
   if (!q) return query;

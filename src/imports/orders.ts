@@ -85,7 +85,7 @@ export function orderImporter(header: string[]): Importer {
   let ordersBefore: boolean | undefined;
 
   return {
-    tables: ['orders', 'order_items', 'customers'],
+    tables: ['orders', 'order_items', 'customers', 'order_texts', 'customer_texts'],
     prepare(rows, last) {
       const outcome = new BatchOutcome();
       /** Orders complete by the end of this batch (an order still open may go on in the next). */

@@ -187,7 +187,7 @@ export function productImporter(header: string[]): Importer {
   };
 
   return {
-    tables: ['products', 'variants'],
+    tables: ['products', 'variants', 'product_texts'],
     prepare(rows) {
       const outcome = new BatchOutcome();
       const candidates: Candidate[] = [];

@@ -1,9 +1,9 @@
 import type { Access } from '../access.js';
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
-import { jsonPages, type JsonPage } from '../db/pages.js';
+import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
 import { givenFields } from '../db/fields.js';
-import { likePattern, scoped, whereExact } from '../db/scoped.js';
+import { likePattern, scoped, unfiltered, whereExact } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { ProductChanges, ProductInput, VariantChanges, VariantInput } from './schema.js';
 
@@ -91,6 +91,7 @@ export interface ProductFilters {
 
 /** The filtered list, by id, variants embedded, as JSON pages rendered by the database. */
 export function listProducts(db: Db, access: Access, filters: ProductFilters): AsyncGenerator<JsonPage> {
+  if (unfiltered(filters)) return textPages(db, 'product_texts', access.workspaceId);
   return jsonPages(db, () => filteredProducts(db, access.workspaceId, filters), 'p.id', productText());
 }
 

@@ -1,7 +1,7 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages, type JsonPage } from '../db/pages.js';
-import { scoped, whereExact, whereSearch } from '../db/scoped.js';
+import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
+import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
 import { randomToken } from '../auth/crypto.js';
@@ -101,6 +101,7 @@ export interface QuoteFilters {
 
 /** The quotes the caller may read, filtered, by id, as JSON pages. */
 export function listQuotes(db: Db, access: Access, filters: QuoteFilters): AsyncGenerator<JsonPage> {
+  if (access.channels === 'all' && unfiltered(filters)) return textPages(db, 'quote_texts', access.workspaceId);
   const filtered = () => {
     const query = whereReadable(scoped(db, 'quotes as q', access.workspaceId), db, access, 'q.channel_id');
     whereExact(query, { 'q.status': filters.status, 'q.channel_id': filters.channel_id, 'q.customer_id': filters.customer_id });

@@ -84,9 +84,30 @@ export async function startApp(env: Record<string, string> = {}, database?: Test
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       mailer?.close();
+      const stale = await staleListTexts(db.knex).catch(() => []); // a database a test took away is not checked
       await db.close();
+      if (stale.length) throw new Error(`list texts out of step with their tables (migration 20261126200000): ${stale.join(', ')}`);
     },
   };
+}
+
+/** The lists' texts tables (migration 20261126200000_list_texts) and their tables' texts. */
+const LIST_TEXTS = [
+  ['quote_texts', 'quotes', 'api_json'],
+  ['order_texts', 'orders', 'api_json'],
+  ['customer_texts', 'customers', 'api_json'],
+  ['product_texts', 'products', 'list_json'],
+];
+
+/**
+ * Every copy an unfiltered list reads must be its row's text, and every row must have one: whatever this test file's
+ * writes were, `<table>: n` for each table that has rows without a text, texts without a row, or texts that differ.
+ */
+export async function staleListTexts(db: Knex): Promise<string[]> {
+  const counts = LIST_TEXTS.map(([texts, table, text]) => `select '${table}' as "table", count(*)::int as n from ${table} r
+    full join ${texts} t on t.workspace_id = r.workspace_id and t.id = r.id where r.${text} is distinct from t.json`);
+  const { rows } = await db.raw(counts.join(' union all '));
+  return rows.filter((r: { n: number }) => r.n > 0).map((r: { table: string; n: number }) => `${r.table}: ${r.n}`);
 }
 
 let counter = 0;
