@@ -50,6 +50,17 @@ test.serial('a table with dead rows is vacuumed and analyzed; once done, it is n
   t.is((await stats('churn')).vacuums, 1);
 });
 
+test.serial('a table with autovacuum_enabled = false is left alone, as autovacuum leaves it', async (t) => {
+  const { knex } = database;
+  await churned('opted_out', 1000);
+  await knex.raw('alter table opted_out set (autovacuum_enabled = false)');
+  await churned('opted_in', 1000);
+  const done = await maintainTables(knex);
+  t.false(done.some((d) => d.table === 'public.opted_out'), JSON.stringify(done));
+  t.true(done.some((d) => d.table === 'public.opted_in'), JSON.stringify(done));
+  t.is((await stats('opted_out')).vacuums, 0);
+});
+
 test.serial('each statement waits for a moment without requests', async (t) => {
   const { knex } = database;
   await churned('busy');

@@ -14,7 +14,8 @@ import { pause, repeatUntilAborted } from '../repeat.js';
  * Every minute, the tables autovacuum would take, chosen by its own settings and formulas (threshold + scale factor ×
  * the table's rows, for dead rows, rows inserted since the last vacuum, rows changed since the last analyze, and the
  * age of the table's oldest unfrozen transaction id), catalogs included, each get VACUUM, ANALYZE or both, one table
- * per statement. A statement holds PGlite's one connection while it runs (a VACUUM of 50,000 products just rewritten
+ * per statement. A table with `autovacuum_enabled = false` is left alone, as autovacuum leaves it, but for the vacuum
+ * that keeps its transaction ids from wrapping around. A statement holds PGlite's one connection while it runs (a VACUUM of 50,000 products just rewritten
  * by their variants: 2.3 s the first time; of a table with little to do, milliseconds), so each waits until no
  * request is being handled, for at most IDLE_WAIT_MS, before it starts.
  *
@@ -44,14 +45,15 @@ const DUE_TABLES = `
   ), tables as (
     select format('%I.%I', n.nspname, c.relname) as name, greatest(c.reltuples, 0) as n, age(c.relfrozenxid) as xid_age,
       coalesce(s.n_dead_tup, 0) as dead, coalesce(s.n_ins_since_vacuum, 0) as inserted, coalesce(s.n_mod_since_analyze, 0) as changed,
-      n.nspname <> 'pg_catalog' as analyzable
+      n.nspname <> 'pg_catalog' as analyzable,
+      coalesce((select o.option_value::bool from pg_options_to_table(c.reloptions) o where o.option_name = 'autovacuum_enabled'), true) as enabled
     from pg_class c join pg_namespace n on n.oid = c.relnamespace left join pg_stat_all_tables s on s.relid = c.oid
     where c.relkind in ('r', 'm') and c.relpersistence = 'p' and n.nspname not in ('pg_toast', 'information_schema')
   )
-  select name, dead > vt + vs * n or inserted > it + iscale * n or xid_age > freeze_age as vacuum,
-    analyzable and changed > at + ascale * n as analyze
+  select name, (enabled and (dead > vt + vs * n or inserted > it + iscale * n)) or xid_age > freeze_age as vacuum,
+    enabled and analyzable and changed > at + ascale * n as analyze
   from tables, setting
-  where dead > vt + vs * n or inserted > it + iscale * n or xid_age > freeze_age or (analyzable and changed > at + ascale * n)
+  where (enabled and (dead > vt + vs * n or inserted > it + iscale * n or (analyzable and changed > at + ascale * n))) or xid_age > freeze_age
   order by name`;
 
 /**
