@@ -6,19 +6,26 @@
  *   A: the list's own table (its text the last of its columns), as a filtered list reads it, and as an unfiltered
  *      one did before migration 20261126200000;
  *   T: the list's texts table (`quote_texts`, …), as an unfiltered list reads it now, as the app's writes left it;
- *   C: the texts alone, with id and workspace_id (the shape of bench/lists.ts's limit, on the same data directory).
- * C is a vacuumed and analyzed copy; A and T are as the app has them. Rounds alternate A T C; min / median / max, and
- * the ratios of the medians. T ÷ C is how far an unfiltered list's reads alone are from the limit's; A ÷ C how far
- * they were reading the table itself (PostgreSQL walks every column before the text to find it).
+ *   C: the texts alone, with id and workspace_id (the shape of bench/lists.ts's limit, on the same data directory);
+ *   S: T as the server reads it: the app's own pages (src/db/pages.ts `textPages`) through knex and PGlite's thread
+ *      (src/db/pglite-thread.ts), on a copy of the data directory opened as `quoting serve` opens it.
+ * C is a vacuumed and analyzed copy; A and T are as the app has them. Rounds alternate A T C S; min / median / max,
+ * and the ratios of the medians. T ÷ C is how far an unfiltered list's reads alone are from the limit's; A ÷ C how far
+ * they were reading the table itself (PostgreSQL walks every column before the text to find it); S ÷ T what the
+ * thread, knex and the page loop add before any socket or HTTP. A, T and C share one PGlite's 128 MB of shared buffers:
+ * where the three tables together are larger (products: ~260 MB at 50,000), a round reads pages of each back from its
+ * files, so A, T and C of such a list measure partly file reads, which S, on a PGlite of its own, does not.
  *   node dist/bench/embedded-reads.js [--rows 50000] [--rounds 9] [--lists quotes,orders,customers,products]
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { EMBEDDED_PAGE_ROWS } from '../src/db/pages.js';
+import { openDatabase, type Database } from '../src/db/database.js';
+import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/pages.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { benchArgs, median, note, printTable, spread, runBench, signUp, startEmbedded, tempDataDir, withDataDir } from './lib.js';
+import { benchArgs, median, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, tempDataDir, withDataDir } from './lib.js';
 
 const { values } = benchArgs('embedded-reads.js', {
   rows: { type: 'string', default: '50000' },
@@ -54,6 +61,19 @@ async function readList(db: PGlite, table: string, column: string, workspaceId: 
   return { ms: performance.now() - started, bytes };
 }
 
+/** Reads a whole unfiltered list as the server does (textPages through PGlite's thread); returns ms and bytes. */
+async function readServed(database: Database, texts: string, workspaceId: number): Promise<{ ms: number; bytes: number }> {
+  const started = performance.now();
+  let bytes = 0;
+  const counted = (page: JsonPage) => (typeof page === 'string' ? Buffer.byteLength(page) : Buffer.isBuffer(page) ? page.length : page.chunks.reduce((n, c) => n + c.length, 0));
+  for await (const page of textPages(database.knex, texts, workspaceId)) {
+    bytes += counted(page);
+    // Given back as the server gives a page back once written.
+    if (typeof page === 'object' && !Buffer.isBuffer(page)) for (const chunk of page.chunks) page.giveBack(chunk);
+  }
+  return { ms: performance.now() - started, bytes };
+}
+
 runBench(async () => {
   const dataDir = tempDataDir('reads');
   const server = await startEmbedded(dataDir);
@@ -71,6 +91,11 @@ runBench(async () => {
     return id;
   });
 
+  // S reads a copy, opened as the server opens its data directory: one process may hold a data directory.
+  const servedDir = tempDataDir('reads-served');
+  fs.cpSync(dataDir, servedDir, { recursive: true });
+  const served = await openDatabase({ dataDir: servedDir });
+  onCleanup(() => served.close());
   const db = new PGlite(path.join(dataDir, 'pglite'));
   const table: (string | number)[][] = [];
   for (const list of values.lists.split(',').filter(Boolean)) {
@@ -81,19 +106,21 @@ runBench(async () => {
     await db.exec(`create table bench_texts as select id, workspace_id, ${column} from ${list};
       create index on bench_texts (workspace_id, id);`);
     await db.exec('vacuum analyze bench_texts'); // VACUUM: one per statement
-    const times: Record<'a' | 't' | 'c', number[]> = { a: [], t: [], c: [] };
+    const times: Record<'a' | 't' | 'c' | 's', number[]> = { a: [], t: [], c: [], s: [] };
     let bytes = 0;
     for (let round = 0; round <= rounds; round++) {
       // Round 0 warms the buffers (and sets the app tables' hint bits, as their first list does) and is not counted.
       const a = await readList(db, list, column, workspaceId);
       const t = await readList(db, texts, 'json', workspaceId);
       const c = await readList(db, 'bench_texts', column, workspaceId);
-      if (a.bytes !== t.bytes || a.bytes !== c.bytes) throw new Error(`${list}: the three tables gave different texts`);
+      const s = await readServed(served, texts, workspaceId);
+      if (a.bytes !== t.bytes || a.bytes !== c.bytes || a.bytes !== s.bytes) throw new Error(`${list}: the reads gave different texts`);
       bytes = a.bytes;
       if (round === 0) continue;
       times.a.push(a.ms);
       times.t.push(t.ms);
       times.c.push(c.ms);
+      times.s.push(s.ms);
     }
     const sizes = (await db.query<{ a: string; t: string; c: string }>(
       `select pg_relation_size('${list}') a, pg_relation_size('${texts}') t, pg_relation_size('bench_texts') c`,
@@ -102,13 +129,13 @@ runBench(async () => {
     const mb = (n: number | string) => `${(Number(n) / 1e6).toFixed(1)} MB`;
     table.push([
       list, `${columns.indexOf(column) + 1} of ${columns.length}`, mb(bytes), `${mb(sizes.a)} / ${mb(sizes.t)} / ${mb(sizes.c)}`,
-      spread(times.a), spread(times.t), spread(times.c),
-      (median(times.t) / median(times.c)).toFixed(2), (median(times.a) / median(times.c)).toFixed(2),
+      spread(times.a), spread(times.t), spread(times.c), spread(times.s),
+      (median(times.t) / median(times.c)).toFixed(2), (median(times.a) / median(times.c)).toFixed(2), (median(times.s) / median(times.t)).toFixed(2),
     ]);
   }
   await db.close();
   printTable(`PGlite page reads of ${rows}-row lists, ${rounds} alternated rounds; ms min / median / max`, [
-    ['list', 'text column in A', 'texts', 'heap A / T / C', 'A: the list\'s table', 'T: its texts table', 'C: texts alone', 'T ÷ C', 'A ÷ C'],
+    ['list', 'text column in A', 'texts', 'heap A / T / C', 'A: the list\'s table', 'T: its texts table', 'C: texts alone', 'S: T as served', 'T ÷ C', 'A ÷ C', 'S ÷ T'],
     ...table,
   ]);
 });
