@@ -9,7 +9,8 @@
  *   C: the texts alone, with id and workspace_id (the shape of bench/lists.ts's limit, on the same data directory);
  *   S: T as the server reads it: the app's own pages (src/db/pages.ts `textPages`) through knex and PGlite's thread
  *      (src/db/pglite-thread.ts), on a copy of the data directory opened as `quoting serve` opens it.
- * Then the cost of one round trip to PGlite's thread as a page makes it, without the page (an empty query).
+ * Then the cost of one round trip to PGlite's thread as a page makes it, without the page (an empty query), through
+ * knex and to the thread directly.
  * C is a vacuumed and analyzed copy; A and T are as the app has them. Rounds alternate A T C S; min / median / max,
  * and the ratios of the medians. T ÷ C is how far an unfiltered list's reads alone are from the limit's; A ÷ C how far
  * they were reading the table itself (PostgreSQL walks every column before the text to find it); S ÷ T what the
@@ -23,6 +24,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/pages.js';
+import type { PgliteThread } from '../src/db/pglite-thread.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
@@ -139,12 +141,18 @@ runBench(async () => {
     ['list', 'text column in A', 'texts', 'heap A / T / C', 'A: the list\'s table', 'T: its texts table', 'C: texts alone', 'S: T as served', 'T ÷ C', 'A ÷ C', 'S ÷ T'],
     ...table,
   ]);
-  // What one page's round trip to PGlite's thread costs, without the page: an empty query sent as a page is.
-  const trips: number[] = [];
+  // What one page's round trip to PGlite's thread costs, without the page: an empty query sent as a page is (through
+  // knex), and the same call made to the thread directly (what knex and its pool add), alternated.
+  const thread = (served.knex.client.config.connection as () => { pglite: PgliteThread })().pglite;
+  const options = { textAsBytes: true, settings: { enable_bitmapscan: 'off' } };
+  const trips: Record<'knex' | 'direct', number[]> = { knex: [], direct: [] };
   for (let round = 0; round < rounds; round++) {
-    const started = performance.now();
-    for (let i = 0; i < 100; i++) await served.knex.raw('select 1 as x').options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' } });
-    trips.push((performance.now() - started) / 100);
+    let started = performance.now();
+    for (let i = 0; i < 100; i++) await served.knex.raw('select 1 as x').options(options);
+    trips.knex.push((performance.now() - started) / 100);
+    started = performance.now();
+    for (let i = 0; i < 100; i++) await thread.query('select 1 as x', [], options);
+    trips.direct.push((performance.now() - started) / 100);
   }
-  note(`a round trip to PGlite's thread as a page makes it (select 1, its settings, 100 in a row), ms: ${spread(trips, 3)}`);
+  note(`a round trip to PGlite's thread as a page makes it (select 1, its settings, 100 in a row), ms: through knex ${spread(trips.knex, 3)}, to the thread directly ${spread(trips.direct, 3)}`);
 });
