@@ -86,6 +86,7 @@ export function orderImporter(header: string[]): Importer {
 
   return {
     tables: ['orders', 'order_items', 'customers', 'order_texts', 'customer_texts'],
+    rewritten: [],
     prepare(rows, last) {
       const outcome = new BatchOutcome();
       /** Orders complete by the end of this batch (an order still open may go on in the next). */

@@ -187,7 +187,8 @@ export function productImporter(header: string[]): Importer {
   };
 
   return {
-    tables: ['products', 'variants', 'product_texts'],
+    tables: ['products', 'variants'],
+    rewritten: ['product_texts'],
     prepare(rows) {
       const outcome = new BatchOutcome();
       const candidates: Candidate[] = [];

@@ -104,8 +104,11 @@ export async function importCsv(db: Knex, access: Access, kind: ImportKind, sour
     if (!(err instanceof Rollback)) throw err;
   }
   if (committed && report.created > 0) {
-    // Table names are constants of the importers.
-    await db.raw(`analyze ${importer.tables.join(', ')}`).catch((err: unknown) => log.warn('analyze after import failed', { error: (err as Error).message }));
+    // Table names are constants of the importers. VACUUM runs outside a transaction, one table a statement.
+    const statements = [`analyze ${importer.tables.join(', ')}`, ...importer.rewritten.map((table) => `vacuum (analyze) ${table}`)];
+    for (const statement of statements) {
+      await db.raw(statement).catch((err: unknown) => log.warn('statistics after import failed', { statement, error: (err as Error).message }));
+    }
   }
   // A dry run answers as the real import would: with on_error=abort and a failed row, that is this 422.
   if (options.onError === 'abort' && report.failed > 0) {
