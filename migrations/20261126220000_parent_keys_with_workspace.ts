@@ -13,8 +13,8 @@ import type { Knex } from 'knex';
  *   ms (0.51 the workspace's, 0.52 the quote's, 0.31 the variant's), and the composite key's 0.50.
  * Deleting a workspace still deletes them: it deletes its quotes, orders and products, and they their rows.
  *
- * The parents' `(workspace_id, id)` indexes become unique (a foreign key needs one; `id` alone is unique, so nothing
- * changes for the rows), built before the old one goes so a list is never without it.
+ * The parents' `(workspace_id, id)` indexes become unique: a foreign key needs a unique index to refer to, and `id`
+ * alone is unique already, so no row can fail it. The lists read them as before.
  */
 const CHILDREN = [
   { child: 'quote_lines', column: 'quote_id', parent: 'quotes' },
