@@ -22,7 +22,7 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { benchArgs, bin, fmt, forkScript, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, withDataDir, type ChildServer } from './lib.js';
+import { benchArgs, bin, fmt, forkScript, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, withDataDir, loadAverage, type ChildServer } from './lib.js';
 
 const { values } = benchArgs('embedded.js', {
   rows: { type: 'string', default: '50000' },
@@ -40,7 +40,6 @@ const every = Number(values.every);
 const LISTS = ['quotes', 'orders', 'customers', 'products'] as const;
 const TARGET = { healthzP99: 100, listMs: 1500 };
 
-const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 const latencies = (xs: number[]) => `${fmt(percentile(xs, 50))} / ${fmt(percentile(xs, 99))} / ${fmt(Math.max(...xs))}`;
 
 async function seed(knex: Knex, workspaceId: number, from: number, to: number): Promise<void> {
@@ -136,7 +135,7 @@ async function round(result: Result, quoting: string, big: string, small: string
 }
 
 runBench(async () => {
-  const load = [loadavg()];
+  const load = [loadAverage()];
   const small = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-embedded-'));
   const big = `${small}-big`;
   onCleanup(async () => {
@@ -157,10 +156,10 @@ runBench(async () => {
     for (const [i, { quoting }] of builds.entries()) {
       await round(results[i], quoting, big, small, cookie, startLists);
       const x = results[i];
-      note(`round ${r + 1} ${x.build}: /healthz alone ${latencies(x.alone)}, during lists ${latencies(x.during)} (p50/p99/max ms so far); ${listRows} quotes ${fmt(x.list.at(-1)!)} ms; load ${loadavg()}`);
+      note(`round ${r + 1} ${x.build}: /healthz alone ${latencies(x.alone)}, during lists ${latencies(x.during)} (p50/p99/max ms so far); ${listRows} quotes ${fmt(x.list.at(-1)!)} ms; load ${loadAverage()}`);
     }
   }
-  load.push(loadavg());
+  load.push(loadAverage());
   printTable(
     `Embedded default: /healthz every ${every} ms for ${seconds} s alone and while ${rows}-row lists are fetched back to back; ${rounds} rounds`,
     [

@@ -23,7 +23,7 @@ import { csvOptions } from '../src/imports/csv.js';
 import { itemJsonText } from '../src/orders/service.js';
 import { orderCsv, productCsv } from './imports-data.js';
 import { mb, MB, readStatus, startSampler } from './rss.js';
-import { benchArgs, fmt, freshPostgresUrl, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, type ChildServer } from './lib.js';
+import { benchArgs, fmt, freshPostgresUrl, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, loadAverage, type ChildServer } from './lib.js';
 
 const { values } = benchArgs('imports.js', {
   rows: { type: 'string', default: '50000' },
@@ -149,7 +149,6 @@ async function databaseFloor(db: Knex, kind: 'products' | 'orders', file: string
   return performance.now() - started;
 }
 
-const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').trim();
 
 
 runBench(async () => {
@@ -161,7 +160,7 @@ runBench(async () => {
   fs.writeFileSync(files.orders, orderCsv(rows));
   for (const file of Object.values(files)) fs.chmodSync(file, 0o644);
   note(`files: products ${mb(fs.statSync(files.products).size)}, orders ${mb(fs.statSync(files.orders).size)} (${rows} rows each)`);
-  note(`/proc/loadavg before: ${loadavg()}`);
+  note(`load average before: ${loadAverage()}`);
 
   // ---------------------------------------------------------------- PostgreSQL
   const url = await freshPostgresUrl();
@@ -206,7 +205,7 @@ runBench(async () => {
     }),
   ]);
   note(`targets: import ≤ ${TARGETS.vsCopy}× COPY and under ${TARGETS.seconds} s; RSS growth < ${TARGETS.rssGrowthMb} MB; re-import ≤ first import`);
-  note(`/proc/loadavg after the PostgreSQL rounds: ${loadavg()}`);
+  note(`load average after the PostgreSQL rounds: ${loadAverage()}`);
   await server.stop();
 
   // ---------------------------------------------------------------- PGlite
@@ -234,6 +233,6 @@ runBench(async () => {
       return [kind, spread(r.first), spread(r.again), fmt(Math.max(...r.rss) / MB), fmt(Math.max(...r.againRss) / MB)];
     }),
   ]);
-  note(`/proc/loadavg after: ${loadavg()}`);
+  note(`load average after: ${loadAverage()}`);
   await embedded.stop();
 });

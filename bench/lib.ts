@@ -14,6 +14,11 @@ import { WEBHOOK_CHANNEL } from '../src/events/outbox.js';
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 export const bin = fileURLToPath(new URL('../../bin/quoting', import.meta.url));
 
+// ---------------------------------------------------------------- the machine
+
+/** The 1-, 5- and 15-minute load averages, as every benchmark prints them beside its figures. */
+export const loadAverage = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+
 // ---------------------------------------------------------------- statistics
 
 /** Nearest-rank percentile of unsorted samples (q in 0..100). */

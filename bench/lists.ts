@@ -29,7 +29,7 @@ import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
   benchArgs, databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
-  type ChildServer, type Forked,
+  loadAverage, type ChildServer, type Forked,
 } from './lib.js';
 import { MB, mb, readStatus, startSampler } from './rss.js';
 
@@ -52,7 +52,6 @@ function cpuMs(pid: number): number {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
-const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 /** Seeds `rows` of every list into the workspace (customers first: quotes and orders use them), growing from `from`. */
 async function seed(knex: Knex, workspaceId: number, from: number, to: number, analyze: boolean): Promise<void> {
@@ -271,13 +270,13 @@ async function onEmbedded(sizes: number[], transfer: Transfer, results: Row[]): 
 }
 
 runBench(async () => {
-  const load = [loadavg()];
+  const load = [loadAverage()];
   const results: Row[] = [];
   const dbs = databasesOption(values.db);
   const transfer = await startTransfer();
   if (dbs.includes('postgres')) await onPostgres(Number(values.rows), transfer, results);
   if (dbs.includes('embedded')) await onEmbedded(values['embedded-rows'].split(',').map(Number), transfer, results);
-  load.push(loadavg());
+  load.push(loadAverage());
   printTable(
     `Lists against their limit, ${rounds} alternating rounds (limit, transfer, API), ${values.analyze ? 'after ANALYZE' : 'no statistics'}; ms min / median / max`,
     [

@@ -5,10 +5,9 @@
  * the logins. One table per database.
  *   node dist/bench/login.js [--db postgres,embedded] [--runs 50] [--warmup 3] [--hashes 25]
  */
-import os from 'node:os';
 import * as scryptTypes from 'scrypt-kdf';
 import { hashPassword } from '../src/auth/crypto.js';
-import { benchArgs, databasesOption, dbName, freshTarget, median, ms, note, percentile, printTable, runBench, signUp, startServe, type DbKind } from './lib.js';
+import { benchArgs, databasesOption, dbName, freshTarget, median, ms, note, percentile, printTable, runBench, signUp, startServe, loadAverage, type DbKind } from './lib.js';
 
 // scrypt-kdf's typings declare named exports, but the module exports one default object (as in src/auth/crypto.ts).
 const Scrypt = (scryptTypes as unknown as { default: typeof scryptTypes }).default;
@@ -85,8 +84,8 @@ async function measure(kind: DbKind): Promise<void> {
 }
 
 runBench(async () => {
-  note(`load average at the start: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  note(`load average at the start: ${loadAverage()}`);
   for (const kind of databasesOption(values.db)) await measure(kind);
   if (runs < 100) note(`note: with ${runs} samples p99 is the ${Math.ceil(0.99 * runs)}th of ${runs}, i.e. close to the max`);
-  note(`load average at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  note(`load average at the end: ${loadAverage()}`);
 });

@@ -16,9 +16,8 @@ import autocannon from 'autocannon';
 import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import { createSession, SESSION_COOKIE } from '../src/auth/sessions.js';
-import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild, startQuoting } from './lib.js';
+import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild, startQuoting, loadAverage } from './lib.js';
 
-const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 const { values } = benchArgs('me-vs-koa.js', {
   duration: { type: 'string', default: '5' },
@@ -157,7 +156,7 @@ runBench(async () => {
   }
   const koa = median(servers[0].rates);
   printTable(
-    `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}, ${cookies.length} sessions in turn; load average ${loadavg()}`,
+    `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}, ${cookies.length} sessions in turn; load average ${loadAverage()}`,
     [
       ['server', 'req/s min / median / max', 'p99 (median round)', 'CPU µs/request: server / PostgreSQL (medians)', 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
       ...servers.map((s) => {

@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import { openPostgres } from '../src/db/database.js';
-import { benchArgs, databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, spread as spreadOf, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
+import { benchArgs, databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, spread as spreadOf, startQuoting, startWorker, loadAverage, type ChildServer, type Worker } from './lib.js';
 
 const { values } = benchArgs('processes.js', {
   db: { type: 'string', default: 'postgres,embedded' },
@@ -51,7 +51,6 @@ if (!(workspaceCount >= 2 && connections >= workspaceCount && creates >= workspa
 
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));
-const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').trim();
 
 /** Busy and total jiffies of all CPUs (/proc/stat), to tell how busy the machine was between two readings. */
 function cpuTimes(): { busy: number; total: number } {
@@ -222,17 +221,17 @@ async function onPostgres(): Promise<void> {
   // One discarded warm-up of each (JIT, connection pools, caches), then the alternated rounds.
   await measure(1, true);
   await measure(2, true);
-  const before = loadavg();
+  const before = loadAverage();
   const cpuBefore = cpuTimes();
   const samples: Record<1 | 2, Sample[]> = { 1: [], 2: [] };
   for (let r = 1; r <= rounds; r++) {
     for (const processes of [1, 2] as const) {
       const sample = await measure(processes);
       samples[processes].push(sample);
-      note(`round ${r}, ${processes} process(es): ${sample.creates.toFixed(1)} quotes/s, ${sample.lists.toFixed(0)} lists/s, ${sample.deliveries.toFixed(0)} deliveries/s (load ${loadavg().split(' ')[0]})`);
+      note(`round ${r}, ${processes} process(es): ${sample.creates.toFixed(1)} quotes/s, ${sample.lists.toFixed(0)} lists/s, ${sample.deliveries.toFixed(0)} deliveries/s (load ${loadAverage().split(' ')[0]})`);
     }
   }
-  const after = loadavg();
+  const after = loadAverage();
   const cpuAfter = cpuTimes();
   const busy = (100 * (cpuAfter.busy - cpuBefore.busy)) / (cpuAfter.total - cpuBefore.total);
   await firstWorker.stop();
@@ -259,7 +258,7 @@ async function onPostgres(): Promise<void> {
     row(`lists/s (GET /api/v1/customers, ${customerCount} rows)`, 'lists', 0),
     row(`deliveries/s (quoting worker --watch, ${N} due)`, 'deliveries', 0),
   ]);
-  note(`/proc/loadavg before the rounds: ${before}; after: ${after}`);
+  note(`load average before the rounds: ${before}; after: ${after}`);
   note(
     `checked: ${createdOk} quotes answered 201 and stored, numbers gap-free and unique in each of ${workspaceCount} workspaces; ` +
       `${(2 * rounds + 2) * N} deliveries, each received exactly once at its first attempt, every row succeeded.`,

@@ -30,7 +30,7 @@ import type { Workspace } from '../src/workspaces/model.js';
 import { eventId } from '../src/events/outbox.js';
 import { createQuoteBody } from '../src/quotes/schema.js';
 import { createQuote } from '../src/quotes/service.js';
-import { benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, type ChildServer, type DbKind } from './lib.js';
+import { benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, loadAverage, type ChildServer, type DbKind } from './lib.js';
 
 const { values } = benchArgs('quotes.js', {
   db: { type: 'string', default: 'postgres,embedded' },
@@ -494,13 +494,12 @@ async function writes({ kind, app, cookie, catalogue, sql, knex }: Setup) {
 
 runBench(async () => {
   const startedAt = now();
-  const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
   note(`${os.cpus().length} CPUs, Node ${process.version}; load generator, servers and the database share the machine`);
   for (const kind of databasesOption(values.db)) {
-    note(`\nload average at the start of ${dbName(kind)}: ${load()}`);
+    note(`\nload average at the start of ${dbName(kind)}: ${loadAverage()}`);
     const setup = await setUp(kind);
     note(`${setup.version}; baseline through ${kind === 'postgres' ? 'pg' : 'a PGlite in this process, on a copy of the data directory'}`);
     await writes(setup);
   }
-  note(`\nload average at the end: ${load()}; total ${((now() - startedAt) / 1000).toFixed(0)} s`);
+  note(`\nload average at the end: ${loadAverage()}; total ${((now() - startedAt) / 1000).toFixed(0)} s`);
 });

@@ -29,7 +29,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { openPglite } from '../src/db/database.js';
 import {
   benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, percentile, printTable, runBench, startChild, startEmbedded, startQuoting,
-  tempDataDir, withDataDir, type ChildServer,
+  tempDataDir, withDataDir, loadAverage, type ChildServer,
 } from './lib.js';
 import { recommend, categoryInterest } from '../src/tracking/recommendations.js';
 import { systemAccess } from '../src/access.js';
@@ -335,12 +335,11 @@ async function tagSize(url: string, slug: string): Promise<void> {
 
 runBench(async () => {
   // Figures from a busy machine mean less: the load is printed with them.
-  const load = () => os.loadavg().map((l) => l.toFixed(1)).join(' ');
-  note(`${os.cpus().length} CPUs, load average ${load()} at the start`);
+  note(`${os.cpus().length} CPUs, load average ${loadAverage()} at the start`);
   const databases = databasesOption(values.db);
   let databaseUrl = '';
   for (const kind of databases) {
-    note(`\n${dbName(kind)}, load average ${load()}`);
+    note(`\n${dbName(kind)}, load average ${loadAverage()}`);
     if (kind === 'postgres') {
       databaseUrl = await freshPostgresUrl();
       if (!values['skip-ingest']) await ingestPostgres(databaseUrl);
@@ -354,5 +353,5 @@ runBench(async () => {
   const server = databases[0] === 'embedded' ? await startEmbedded(await freshDataDir('track-tag')) : await startQuoting(databaseUrl);
   const shop = await signUpShop(server.url, 'Tag Shop');
   await tagSize(server.url, shop.slug);
-  note(`load average ${load()} at the end`);
+  note(`load average ${loadAverage()} at the end`);
 });

@@ -43,7 +43,7 @@ import { openPostgres } from '../src/db/database.js';
 import { spawn } from 'node:child_process';
 import {
   benchArgs, bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, spread, root, runBench, signUp,
-  startEmbedded, startQuoting, startWorker, withDataDir, type ChildServer, type Forked, type Worker,
+  startEmbedded, startQuoting, startWorker, withDataDir, loadAverage, type ChildServer, type Forked, type Worker,
 } from './lib.js';
 
 const { values } = benchArgs('webhooks.js', {
@@ -248,7 +248,7 @@ function printLatency(database: string, setup: string, { total, api, after }: La
   const size = Math.ceil(total.length / rounds);
   const sliceP50s = Array.from({ length: rounds }, (_, k) => percentile(total.slice(k * size, (k + 1) * size), 50)).filter((v) => !Number.isNaN(v));
   note(`p50 of each of ${sliceP50s.length} consecutive slices, min / median / max: ${ms(Math.min(...sliceP50s))} / ${ms(percentile(sliceP50s, 50))} / ${ms(Math.max(...sliceP50s))}`);
-  note(`/proc/loadavg after the latency runs: ${fs.readFileSync('/proc/loadavg', 'utf8').trim()}`);
+  note(`load average after the latency runs: ${loadAverage()}`);
   const p50 = percentile(total, 50);
   note(`\np50 ${ms(p50)} (target < ${TARGETS.p50Ms} ms -> ${p50 < TARGETS.p50Ms ? 'MET' : 'NOT MET'})`);
 }
@@ -347,7 +347,7 @@ async function onPostgres(): Promise<void> {
     // hot paths in background threads, which on a busy 2-core machine takes thousands of requests).
     if (primeN > 0) await runCeiling(0, primeN, 16);
     const probeBefore = await commitProbe(knex);
-    const loadBefore = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+    const loadBefore = loadAverage();
     const results: { concurrency: number; batch: number; ceiling: Throughput[]; worker: Throughput[] }[] = [];
     for (const [i, { concurrency, batch }] of configs.entries()) {
       const first = i * roundsPerConfig + 1;
@@ -371,7 +371,7 @@ async function onPostgres(): Promise<void> {
       results.push(result);
     }
     const probeAfter = await commitProbe(knex);
-    const loadAfter = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+    const loadAfter = loadAverage();
 
     const perSecondOf = (r: Throughput) => N / (r.receivedMs / 1000);
     const ratios = (r: (typeof results)[number]) => r.worker.map((w, k) => r.ceiling[k].receivedMs / w.receivedMs);
@@ -405,7 +405,7 @@ async function onPostgres(): Promise<void> {
     note('postgres process on the machine); ratio = per round, worker deliveries/s / deliveries/s of the ceiling run just before it.');
     note('CPU µs/delivery: medians over the rounds; machine limit = the worker\'s rate were both cores kept busy by the worker, PostgreSQL');
     note('and the receiver at their measured CPU per delivery (2 s of CPU per second / their sum), as a share of the ceiling\'s rate.');
-    note(`/proc/loadavg before the rounds: ${loadBefore}; after: ${loadAfter}`);
+    note(`load average before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));
     note(`\n${main.concurrency}x${main.batch}: median ratio worker / ceiling ${ratio.toFixed(2)} (target >= ${TARGETS.ratio} -> ${ratio >= TARGETS.ratio ? 'MET' : 'NOT MET'}); ` +
@@ -551,7 +551,7 @@ async function onEmbedded(): Promise<void> {
   };
 
   if (primeN > 0) await runCeiling(0, primeN, 16, subscriptions[1].secret);
-  const loadBefore = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+  const loadBefore = loadAverage();
   const results: { concurrency: number; batch: number; ceiling: EmbeddedRound[]; serve: EmbeddedRound[] }[] = [];
   for (const [i, { concurrency, batch }] of configs.entries()) {
     const first = i * roundsPerConfig + 1;
@@ -580,7 +580,7 @@ async function onEmbedded(): Promise<void> {
     });
     results.push(result);
   }
-  const loadAfter = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+  const loadAfter = loadAverage();
 
   if (configs.length) {
     const perSecondOf = (r: EmbeddedRound) => N / (r.spanMs / 1000);
@@ -614,7 +614,7 @@ async function onEmbedded(): Promise<void> {
     note('serve CPU = the server process (its PGlite thread included; its main thread alone in brackets) as a share of one core over the receiving span;');
     note('CPU µs/delivery = medians over the rounds (serve\'s from the re-queue command on, so it includes that command\'s work); machine limit =');
     note('serve\'s rate were both cores kept busy by serve (its PGlite thread included) and the receiver at those costs, as a share of the ceiling\'s rate.');
-    note(`/proc/loadavg before the rounds: ${loadBefore}; after: ${loadAfter}`);
+    note(`load average before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));
     note(`\n${main.concurrency}x${main.batch}: median ratio serve / ceiling ${ratio.toFixed(2)} (target >= ${TARGETS.ratio} -> ${ratio >= TARGETS.ratio ? 'MET' : 'NOT MET'}); ` +
@@ -642,7 +642,7 @@ async function onEmbedded(): Promise<void> {
 
 runBench(async () => {
   const databases = databasesOption(values.db);
-  note(`/proc/loadavg at the start: ${fs.readFileSync('/proc/loadavg', 'utf8').trim()}`);
+  note(`load average at the start: ${loadAverage()}`);
   if (databases.includes('postgres')) await onPostgres();
   if (databases.includes('embedded')) await onEmbedded();
 });
