@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { ok } from './helpers/client.js';
 import { eventTypes } from '../src/events/outbox.js';
 
 // Every catalogue event, caused through the API, against subscriptions filtered by '*', by [] (read
@@ -15,12 +16,6 @@ test.after.always(() => app?.close());
 
 const prefixOf = (type: string) => `${type.split('.')[0]}.*`;
 const prefixes = [...new Set(eventTypes.map(prefixOf))];
-
-async function ok(res: Promise<{ status: number; text: string; body: any }>, status = 200) {
-  const answer = await res;
-  if (answer.status !== status) throw new Error(`expected ${status}, got ${answer.status}: ${answer.text}`);
-  return answer.body.data;
-}
 
 /** Causes every event type at least once, through the API only. */
 async function causeEveryEvent(): Promise<void> {

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startApp, signUpOwner, staleListTexts, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { ok } from './helpers/client.js';
 
 // An unfiltered list reads its texts from a table of their own (quote_texts, order_texts, customer_texts,
 // product_texts), kept by statement triggers on the list's table (migration 20261126200000_list_texts). Every kind of
@@ -27,12 +28,6 @@ async function listMatches(t: any, owner: Owner, list: string, key: string, ids:
   }
   t.deepEqual(all.body.data[list], singles, `${list}, ${step}`);
   t.deepEqual(await staleListTexts(app.db), [], step);
-}
-
-async function ok(res: Promise<{ status: number; text: string; body: any }>, status = 200): Promise<any> {
-  const r = await res;
-  if (r.status !== status) throw new Error(`${r.status} ${r.text}`);
-  return r.body.data;
 }
 
 test('customers: created, changed, upserted, deleted', async (t) => {

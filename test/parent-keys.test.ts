@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
+import { ok } from './helpers/client.js';
 
 // A quote's lines, an order's items and a product's variants name their parent with its workspace (migration
 // 20261126220000_parent_keys_with_workspace): the database refuses a row whose parent belongs to another workspace,
@@ -12,12 +13,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-async function ok(res: Promise<{ status: number; text: string; body: any }>, status = 200): Promise<any> {
-  const r = await res;
-  if (r.status !== status) throw new Error(`${r.status} ${r.text}`);
-  return r.body.data;
-}
 
 /** What the database answers an INSERT: null when it took the row, else the error's code and constraint. */
 async function refusal(sql: string, bindings: unknown[]): Promise<{ code: string; constraint: string } | null> {

@@ -59,3 +59,10 @@ export class Client {
   patch = <T = any>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('PATCH', path, { json, ...options });
   delete = <T = any>(path: string, options?: RequestOptions) => this.request<T>('DELETE', path, options);
 }
+
+/** The `data` of an answer that came with `status` (200 unless given); otherwise throws, saying what came instead. */
+export async function ok(res: Promise<Pick<Response, 'status' | 'text' | 'body'>>, status = 200): Promise<any> {
+  const answer = await res;
+  if (answer.status !== status) throw new Error(`expected ${status}, got ${answer.status}: ${answer.text}`);
+  return answer.body.data;
+}
