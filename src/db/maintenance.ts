@@ -49,12 +49,13 @@ const DUE_TABLES = `
       coalesce((select o.option_value::bool from pg_options_to_table(c.reloptions) o where o.option_name = 'autovacuum_enabled'), true) as enabled
     from pg_class c join pg_namespace n on n.oid = c.relnamespace left join pg_stat_all_tables s on s.relid = c.oid
     where c.relkind in ('r', 'm') and c.relpersistence = 'p' and n.nspname not in ('pg_toast', 'information_schema')
+  ), due as (
+    select name, (enabled and (dead > vt + vs * n or inserted > it + iscale * n)) or xid_age > freeze_age as vacuum,
+      enabled and analyzable and changed > at + ascale * n as analyze
+    from tables, setting
   )
-  select name, (enabled and (dead > vt + vs * n or inserted > it + iscale * n)) or xid_age > freeze_age as vacuum,
-    enabled and analyzable and changed > at + ascale * n as analyze
-  from tables, setting
-  where (enabled and (dead > vt + vs * n or inserted > it + iscale * n or (analyzable and changed > at + ascale * n))) or xid_age > freeze_age
-  order by name`;
+  -- "analyze" is a reserved word: the column is named through its table.
+  select * from due where vacuum or due.analyze order by name`;
 
 /**
  * One pass: every due table vacuumed, analyzed, or both (catalogs are only vacuumed: their statistics are not what our
