@@ -312,6 +312,7 @@ test('lines and totals: half-up rounding in decimals, variant prices, money stri
     [{ price: 1, quantity: 'two' }, 'lines.0.quantity'],
     [{ price: '1.005' }, 'lines.0.price'],
     [{ price: -1 }, 'lines.0.price'],
+    [{ price: '99999999999.99', quantity: '10.001' }, 'lines.0.quantity'], // a line total of 10^12 or more
   ] as [Record<string, unknown>, string, Record<string, unknown>?][]) {
     const res = await postQuote(ws.client, { lines: [line, ...(next ? [next] : [])] });
     t.is(res.status, 422, JSON.stringify(line));
@@ -322,6 +323,10 @@ test('lines and totals: half-up rounding in decimals, variant prices, money stri
   t.regex(tooMuch.body.error, /^discount_amount/);
   t.is((await app.db('quotes').where({ workspace_id: ws.workspace.id })).length, 0);
   t.is((await app.db('events').where({ workspace_id: ws.workspace.id })).length, 0);
+  // The largest line total below 10^12 is taken (numeric(14,2) holds it).
+  const largest = await postQuote(ws.client, { lines: [{ quantity: 10, price: '99999999999.99' }] });
+  t.is(largest.status, 201, largest.text);
+  t.is(largest.body.data.lines[0].line_total, '999999999999.90');
 
   const lineErrors = [
     [{ description: 'x' }, 'price'],

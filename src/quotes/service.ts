@@ -26,10 +26,18 @@ export const quoteJson = (q = 'q') => `${q}.api_json::json`;
 /**
  * The API shape of a quote line, as json (pg hands back an object); its text is compact, as JSON.stringify prints it
  * (the composite type of migration 20261125010000), so a created quote's lines are sent as PostgreSQL wrote them.
+ * `times`: the created_at and updated_at texts, when the caller has them already (see insertQuote).
  */
-export const lineJson = (l = 'l') =>
+export const lineJson = (l = 'l', times = `iso_time(${l}.created_at), iso_time(${l}.updated_at)`) =>
   `row_to_json(row(${l}.id, ${l}.quote_id, ${l}.variant_id, ${l}.sku, ${l}.description, trim_scale(${l}.quantity)::text, ${l}.price::text, ` +
-  `${l}.line_total::text, iso_time(${l}.created_at), iso_time(${l}.updated_at))::quote_lines_api)`;
+  `${l}.line_total::text, ${times})::quote_lines_api)`;
+
+/**
+ * A new line's created_at and updated_at are the transaction's now() (their default), the same for every line a
+ * statement inserts: rendered once (a scalar subquery is run once per statement) rather than twice a line, which
+ * was a tenth of the cost a line adds to a 50-line creation on PGlite.
+ */
+const NEW_LINE_TIMES = '(select iso_time(now())), (select iso_time(now()))';
 
 const activityJson = (a = 'a') =>
   `json_build_object('id', ${a}.id, 'type', ${a}.type, 'actor', ${a}.actor, 'message', ${a}.message, 'created_at', iso_time(${a}.created_at))`;
@@ -259,7 +267,7 @@ const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: 
     insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
     select ?, quote.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
     from quote, input i order by i.ord
-    returning quote_lines.id, ${lineJson('quote_lines')}::text as json
+    returning quote_lines.id, ${lineJson('quote_lines', NEW_LINE_TIMES)}::text as json
   )
   select (select id from quote) as id, t.subtotal::text as subtotal,
          (select '[' || coalesce(string_agg(json, ',' order by id), '') || ']' from inserted) as lines
