@@ -19,6 +19,23 @@ export const bin = fileURLToPath(new URL('../../bin/quoting', import.meta.url));
 /** The 1-, 5- and 15-minute load averages, as every benchmark prints them beside its figures. */
 export const loadAverage = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
 
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/**
+ * user + system CPU milliseconds a process has used (with `mainThread`, its main thread alone), from /proc/<pid>/stat;
+ * NaN where that cannot be read (the process has ended, or there is no /proc). The fields are counted from the last
+ * ')', since the command name before it may hold spaces and parentheses.
+ */
+export function cpuMs(pid: number | undefined, mainThread = false): number {
+  try {
+    const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return NaN;
+  }
+}
+
 // ---------------------------------------------------------------- statistics
 
 /** Nearest-rank percentile of unsorted samples (q in 0..100). */

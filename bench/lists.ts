@@ -29,7 +29,7 @@ import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
   benchArgs, databasesOption, forkScript, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, withDataDir,
-  loadAverage, type ChildServer, type Forked,
+  loadAverage, cpuMs, type ChildServer, type Forked,
 } from './lib.js';
 import { MB, mb, readStatus, startSampler } from './rss.js';
 
@@ -46,12 +46,6 @@ const lists = values.lists.split(',').filter(Boolean) as ListName[];
 const TARGET = { ratio: 1.5, growthMb: 100 };
 
 type ListName = 'quotes' | 'orders' | 'customers' | 'products';
-
-/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat (in clock ticks, 100 per second on Linux). */
-function cpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 /** Seeds `rows` of every list into the workspace (customers first: quotes and orders use them), growing from `from`. */
 async function seed(knex: Knex, workspaceId: number, from: number, to: number, analyze: boolean): Promise<void> {

@@ -13,10 +13,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import { createSession, SESSION_COOKIE } from '../src/auth/sessions.js';
-import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild, startQuoting, loadAverage } from './lib.js';
+import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild, startQuoting, loadAverage, cpuMs } from './lib.js';
 
 
 const { values } = benchArgs('me-vs-koa.js', {
@@ -51,21 +50,15 @@ function assertAllOk(name: string, result: autocannon.Result): autocannon.Result
   return result;
 }
 
-/** user + system CPU milliseconds of one process (/proc/<pid>/stat, in ticks of 10 ms), 0 once it has ended. */
-function cpuMs(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
 /** CPU milliseconds of the bench database's backends (not other databases' on the same server), by pid. */
 async function backendsCpu(knex: Knex): Promise<Map<number, number>> {
   const { rows } = await knex.raw('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-  return new Map(rows.map(({ pid }: { pid: number }) => [pid, cpuMs(pid)]));
+  const byPid = new Map<number, number>();
+  for (const { pid } of rows as { pid: number }[]) {
+    const cpu = cpuMs(pid);
+    if (!Number.isNaN(cpu)) byPid.set(pid, cpu); // not a backend that has ended since the query
+  }
+  return byPid;
 }
 
 interface Measured {

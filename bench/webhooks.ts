@@ -43,7 +43,7 @@ import { openPostgres } from '../src/db/database.js';
 import { spawn } from 'node:child_process';
 import {
   benchArgs, bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, spread, root, runBench, signUp,
-  startEmbedded, startQuoting, startWorker, withDataDir, loadAverage, type ChildServer, type Forked, type Worker,
+  startEmbedded, startQuoting, startWorker, withDataDir, loadAverage, cpuMs, type ChildServer, type Forked, type Worker,
 } from './lib.js';
 
 const { values } = benchArgs('webhooks.js', {
@@ -81,18 +81,6 @@ const rate = (count: number, millis: number) => (count / (millis / 1000)).toFixe
 
 // ---------------------------------------------------------------- CPU time (Linux /proc)
 
-const TICK_MS = 10; // USER_HZ is 100 on Linux
-
-/** user + system CPU milliseconds of one process (with `mainThread`, of its main thread alone), or NaN where /proc is not readable. */
-function cpuMs(pid: number | undefined, mainThread = false): number {
-  try {
-    const stat = fs.readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  } catch {
-    return NaN;
-  }
-}
 
 /** CPU milliseconds of every process named `postgres` (the server and all its backends, not only ours), by pid. */
 function postgresCpu(): Map<number, number> {
