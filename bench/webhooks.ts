@@ -81,7 +81,6 @@ const rate = (count: number, millis: number) => (count / (millis / 1000)).toFixe
 
 // ---------------------------------------------------------------- CPU time (Linux /proc)
 
-
 /** CPU milliseconds of every process named `postgres` (the server and all its backends, not only ours), by pid. */
 function postgresCpu(): Map<number, number> {
   const byPid = new Map<number, number>();
