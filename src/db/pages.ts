@@ -54,7 +54,9 @@ export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn
   let after = 0;
   for (;;) {
     const page = () => base().where(idColumn, '>', after).orderBy(idColumn).limit(rows);
-    const { text, n, lastId } = copy ? await copiedPage(db, page().select(db.raw(`${idColumn}::int as id`), db.raw(`(${json})::text as j`))) : await aggregatedPage(db, page, idColumn, json);
+    const { text, n, lastId } = copy
+      ? await copiedPage(db, page().select(db.raw(`${idColumn}::int as id`), db.raw(`(${json})::text as j`)))
+      : await aggregatedPage(db, page, idColumn, json, { after, rows });
     if (!n) return;
     yield text;
     if (n < rows) return;
@@ -89,17 +91,30 @@ async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: Len
  * transaction. On the embedded database it is one round trip to PGlite's thread (setting, statement and
  * transaction together) and its text arrives as bytes (db/pglite-wire.ts), sent on as they are, as COPY's are on
  * PostgreSQL (GET /quotes of 50k rows: 712 → 262 ms in bench/lists.ts), and the buffer they arrived in goes back to
- * the thread for a later page once they are sent (db/pglite-thread.ts `giveBackBytes`).
+ * the thread for a later page once they are sent (db/pglite-thread.ts `giveBackBytes`). Outside a transaction the
+ * page is marked `keyset` when its last two values are `after` and `rows`: PGlite's thread then reads the next page
+ * while this one is sent (pglite-worker.ts, readAheads).
  */
-async function aggregatedPage(db: Db, page: () => Knex.QueryBuilder, idColumn: string, json: string): Promise<{ text: JsonPage; n: number; lastId: number }> {
+async function aggregatedPage(
+  db: Db,
+  page: () => Knex.QueryBuilder,
+  idColumn: string,
+  json: string,
+  { after, rows }: { after: number; rows: number },
+): Promise<{ text: JsonPage; n: number; lastId: number }> {
   const aggregate = (q: Db) => q.from(page().select(`${idColumn} as id`, q.raw(`${json} as j`)).as('page')).select(q.raw(`string_agg(j::text, ',') as json, max(id) as last_id, count(*)::int as n`));
+  const embedded = (query: Knex.QueryBuilder) => {
+    const { bindings } = query.toSQL();
+    const keyset = !db.isTransaction && bindings.at(-2) === after && bindings.at(-1) === rows;
+    return query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, keyset });
+  };
   const [row] =
     db.client.config.client === 'pg'
       ? await db.transaction(async (trx) => {
           await trx.raw('set local enable_bitmapscan = off');
           return aggregate(trx);
         })
-      : await aggregate(db).options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' } });
+      : await embedded(aggregate(db));
   // From PGlite's thread, bytes lent: its reply buffer goes back to the thread once the page is sent.
   const text: JsonPage = Buffer.isBuffer(row.json) ? { chunks: [row.json], giveBack: giveBackBytes } : row.json;
   return { text, n: row.n, lastId: row.last_id };
