@@ -149,8 +149,6 @@ async function databaseFloor(db: Knex, kind: 'products' | 'orders', file: string
   return performance.now() - started;
 }
 
-
-
 runBench(async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-imports-'));
   fs.chmodSync(dir, 0o755); // the PostgreSQL server reads the files for COPY
