@@ -1,6 +1,6 @@
 /**
  * Throughput of an authenticated `GET /api/v1/auth/me` on the real app (`node bin/quoting serve` over a
- * fresh migrated PostgreSQL database), with the session cache (default) and without it
+ * fresh migrated PostgreSQL database, and on the embedded default), with the session cache (default) and without it
  * (`SESSION_CACHE_SECONDS=0`: one session query per request, what every cache miss costs), against a bare
  * koa app answering the same JSON body. Rounds alternate (koa, cached, uncached, koa, …; `--rounds` (3));
  * each server is its own child process; autocannon runs in this one.
@@ -9,16 +9,23 @@
  * server are distinct cache misses, as many clients would be, not one token that could be looked up once
  * for all. After the rounds, the session index's reads per request of each server are counted
  * (pg_stat_user_indexes): ~1 for the uncached server (a miss on every request), ~0 for the cached one.
- *   node dist/bench/me-vs-koa.js [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--pipelining 1] [--sessions 1000]
+ * On the embedded default (`--db`, both by default) the cached and the uncached server each hold a copy of one data
+ * directory (the same user and sessions: one process may open a data directory), their CPU includes PGlite's thread,
+ * and the index reads are not counted (no other process can read the server's statistics).
+ *   node dist/bench/me-vs-koa.js [--db postgres,embedded] [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--pipelining 1] [--sessions 1000]
  */
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import { createSession, SESSION_COOKIE } from '../src/auth/sessions.js';
-import { benchArgs, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild, startQuoting, loadAverage, cpuMs } from './lib.js';
-
+import fs from 'node:fs';
+import {
+  benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild,
+  startEmbedded, startQuoting, tempDataDir, withDataDir, loadAverage, cpuMs, type ChildServer, type DbKind,
+} from './lib.js';
 
 const { values } = benchArgs('me-vs-koa.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
   duration: { type: 'string', default: '5' },
   warmup: { type: 'string', default: '2' },
   rounds: { type: 'string', default: '3' },
@@ -68,15 +75,18 @@ interface Measured {
   databaseUs: number;
 }
 
-/** Warm-up (discarded), then the measured run; fails on any error or non-2xx answer. */
-async function measure(knex: Knex, name: string, url: string, pid: number): Promise<Measured> {
+/**
+ * Warm-up (discarded), then the measured run; fails on any error or non-2xx answer. Without `knex` (the embedded
+ * database, whose CPU is the server's) the database's CPU is not counted apart.
+ */
+async function measure(knex: Knex | null, name: string, url: string, pid: number): Promise<Measured> {
   if (warmup > 0) await load(url, warmup);
-  const [server, backends] = [cpuMs(pid), await backendsCpu(knex)];
+  const [server, backends] = [cpuMs(pid), knex ? await backendsCpu(knex) : new Map<number, number>()];
   const result = assertAllOk(name, await load(url, duration));
   const serverUs = ((cpuMs(pid) - server) * 1000) / result.requests.total;
   let database = 0;
-  for (const [backend, cpu] of await backendsCpu(knex)) database += cpu - (backends.get(backend) ?? 0);
-  return { result, serverUs, databaseUs: (database * 1000) / result.requests.total };
+  if (knex) for (const [backend, cpu] of await backendsCpu(knex)) database += cpu - (backends.get(backend) ?? 0);
+  return { result, serverUs, databaseUs: knex ? (database * 1000) / result.requests.total : NaN };
 }
 
 /** Entries the sessions' token_hash index has returned so far (statistics a backend flushes within 10 s of idling). */
@@ -105,31 +115,55 @@ async function readsPerRequest(knex: Knex, name: string, url: string, amount: nu
   return ((await sessionIndexReads(knex)) - before) / result.requests.total;
 }
 
-runBench(async () => {
-  const databaseUrl = await freshPostgresUrl();
-  const app = await startQuoting(databaseUrl);
-  const { cookie, email } = await signUp(app.url);
-  const meUrl = `${app.url}/api/v1/auth/me`;
+/** The user's other sessions, made as login makes them (only the hash is stored); the cookies of all of them. */
+async function sessionCookies(knex: Knex, email: string, cookie: string): Promise<string[]> {
+  const { rows: [user] } = await knex.raw('select id from users where email = ?', [email]);
+  const all = [cookie];
+  while (all.length < sessions) all.push(`${SESSION_COOKIE}=${await createSession(knex, user.id)}`);
+  return all;
+}
 
-  // The bench user's other sessions, made as login makes them (only the hash is stored).
+interface Apps {
+  cached: ChildServer;
+  uncached: ChildServer;
+  /** A connection to the database for its backends' CPU and index statistics (PostgreSQL only). */
+  knex: Knex | null;
+}
+
+/** PostgreSQL: two servers on one database, the second with the session cache off (every request reads the session). */
+async function onPostgres(): Promise<Apps> {
+  const databaseUrl = await freshPostgresUrl();
+  const cached = await startQuoting(databaseUrl);
+  const { cookie, email } = await signUp(cached.url);
   const knex = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 1, max: 1 } });
   onCleanup(() => knex.destroy());
-  const { rows: [user] } = await knex.raw('select id from users where email = ?', [email]);
-  cookies = [cookie];
-  while (cookies.length < sessions) cookies.push(`${SESSION_COOKIE}=${await createSession(knex, user.id)}`);
+  cookies = await sessionCookies(knex, email, cookie);
+  return { cached, uncached: await startQuoting(databaseUrl, { SESSION_CACHE_SECONDS: '0' }), knex };
+}
 
-  const me = await fetch(meUrl, { headers: { cookie } });
+/** The embedded default: the sessions written with the server stopped, then each server on a copy of the data directory. */
+async function onEmbedded(): Promise<Apps> {
+  const dataDir = await freshDataDir('me');
+  const first = await startEmbedded(dataDir);
+  const { cookie, email } = await signUp(first.url);
+  await first.stop();
+  cookies = await withDataDir(dataDir, ({ knex }) => sessionCookies(knex, email, cookie));
+  const copy = tempDataDir('me-uncached');
+  fs.cpSync(dataDir, copy, { recursive: true });
+  return { cached: await startEmbedded(dataDir), uncached: await startEmbedded(copy, { SESSION_CACHE_SECONDS: '0' }), knex: null };
+}
+
+async function run(kind: DbKind): Promise<void> {
+  const { cached: app, uncached: uncachedApp, knex } = kind === 'postgres' ? await onPostgres() : await onEmbedded();
+  const meUrl = `${app.url}/api/v1/auth/me`;
+  const me = await fetch(meUrl, { headers: { cookie: cookies[0] } });
   const meBody = await me.text();
   if (me.status !== 200) throw new Error(`GET /api/v1/auth/me answered ${me.status}: ${meBody}`);
-
   const bareScript = fileURLToPath(new URL('./bare-koa.js', import.meta.url));
   const bare = await startChild([bareScript], { ...process.env, BARE_BODY: meBody }, 'bare koa');
   const bareUrl = `${bare.url}/api/v1/auth/me`;
   const bareBody = await (await fetch(bareUrl)).text();
   if (bareBody !== meBody) throw new Error(`bare koa answers a different body:\n${bareBody}\nvs\n${meBody}`);
-
-  // The same app with the session cache off: every request reads the session from PostgreSQL.
-  const uncachedApp = await startQuoting(databaseUrl, { SESSION_CACHE_SECONDS: '0' });
   const uncachedUrl = `${uncachedApp.url}/api/v1/auth/me`;
 
   const servers = [
@@ -140,7 +174,7 @@ runBench(async () => {
   for (const server of servers) if (warmup > 0) await load(server.url, warmup);
   for (let round = 0; round < rounds; round++) {
     for (const server of servers) {
-      const { result, serverUs, databaseUs } = await measure(knex, server.name, server.url, server.pid);
+      const { result, serverUs, databaseUs } = await measure(server.pid === bare.child.pid ? null : knex, server.name, server.url, server.pid);
       server.rates.push(result.requests.average);
       server.p99.push(result.latency.p99);
       server.serverUs.push(serverUs);
@@ -148,25 +182,35 @@ runBench(async () => {
     }
   }
   const koa = median(servers[0].rates);
+  const cpuHeader = kind === 'postgres' ? 'CPU µs/request: server / PostgreSQL (medians)' : "CPU µs/request: server, PGlite's thread included (medians)";
   printTable(
-    `GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}, ${cookies.length} sessions in turn; load average ${loadAverage()}`,
+    `${dbName(kind)}: GET /api/v1/auth/me (${meBody.length}-byte body): ${rounds} alternating rounds of ${duration} s, ${connections} connections, pipelining ${pipelining}, ${cookies.length} sessions in turn; load average ${loadAverage()}`,
     [
-      ['server', 'req/s min / median / max', 'p99 (median round)', 'CPU µs/request: server / PostgreSQL (medians)', 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
+      ['server', 'req/s min / median / max', 'p99 (median round)', cpuHeader, 'ratio to koa (medians)', 'ratio to koa of the same round, min / median / max'],
       ...servers.map((s) => {
         const ratios = s.rates.map((rate, round) => rate / servers[0].rates[round]);
         const ratioSpread = `${Math.min(...ratios).toFixed(3)} / ${median(ratios).toFixed(3)} / ${Math.max(...ratios).toFixed(3)}`;
-        const cpu = `${median(s.serverUs).toFixed(0)} / ${median(s.databaseUs).toFixed(0)}`;
+        const cpu = median(s.serverUs).toFixed(0) + (knex ? ` / ${Number.isNaN(median(s.databaseUs)) ? '—' : median(s.databaseUs).toFixed(0)}` : '');
         return [s.name, spread(s.rates, 0), `${median(s.p99)} ms`, cpu, (median(s.rates) / koa).toFixed(3), ratioSpread];
       }),
     ],
   );
-  const checked = 20 * connections;
-  const cachedReads = await readsPerRequest(knex, servers[1].name, meUrl, checked, 30); // SESSION_CACHE_SECONDS' default
-  const uncachedReads = await readsPerRequest(knex, servers[2].name, uncachedUrl, checked);
-  note(`\nsession index entries read per request, ${checked} requests to each alone: cached ${cachedReads.toFixed(3)}, uncached ${uncachedReads.toFixed(3)}` +
-    (uncachedReads < 0.95 ? ' (uncached: NOT a miss on every request)' : ''));
+  if (knex) {
+    const checked = 20 * connections;
+    const cachedReads = await readsPerRequest(knex, servers[1].name, meUrl, checked, 30); // SESSION_CACHE_SECONDS' default
+    const uncachedReads = await readsPerRequest(knex, servers[2].name, uncachedUrl, checked);
+    note(`\nsession index entries read per request, ${checked} requests to each alone: cached ${cachedReads.toFixed(3)}, uncached ${uncachedReads.toFixed(3)}` +
+      (uncachedReads < 0.95 ? ' (uncached: NOT a miss on every request)' : ''));
+  } else {
+    note('\nsession index entries read per request: not counted on the embedded database (its statistics are the server\'s alone)');
+  }
   const cached = median(servers[1].rates) / koa;
   const uncached = median(servers[2].rates) / koa;
-  note(`cached / koa ${cached.toFixed(3)} (target >= ${TARGETS.cached}: ${cached >= TARGETS.cached ? 'MET' : 'NOT MET'}); ` +
+  note(`${dbName(kind)}: cached / koa ${cached.toFixed(3)} (target >= ${TARGETS.cached}: ${cached >= TARGETS.cached ? 'MET' : 'NOT MET'}); ` +
     `uncached / koa ${uncached.toFixed(3)} (target >= ${TARGETS.uncached}: ${uncached >= TARGETS.uncached ? 'MET' : 'NOT MET'})`);
+  for (const server of [bare, app, uncachedApp]) await server.stop();
+}
+
+runBench(async () => {
+  for (const kind of databasesOption(values.db)) await run(kind);
 });
