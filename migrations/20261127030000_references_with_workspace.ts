@@ -10,7 +10,7 @@ import type { Knex } from 'knex';
  *   (they lead with `workspace_id`), so deleting one customer read every quote, order and visitor of every workspace,
  *   a variant every quote line, a quote every order, a channel every quote and order. With the workspace in the key
  *   the query is `where workspace_id = $1 and customer_id = $2`, which the `(workspace_id, customer_id)` indexes
- *   answer (bench/references.ts measures it).
+ *   answer (bench/deletes.ts measures it).
  * - A row can no longer point at another workspace's customer, channel, quote or variant (as 20261126220000 did for
  *   lines, items and variants' parents).
  * - A quote's activities name their quote the same way, and drop their own key to `workspaces`: one check an
