@@ -168,6 +168,8 @@ interface Throughput {
   recordedMs: number | null;
   done: Done;
   senderCpu: number;
+  /** The sender's main thread alone: a Node process sends from one thread, so 1 s of it a second bounds its rate. */
+  senderThreadCpu: number;
   postgresCpu: number;
   receiverCpu: number;
 }
@@ -269,10 +271,14 @@ async function onPostgres(): Promise<void> {
     /** CPU milliseconds used by the sender, every postgres process and the receiver from now until used(). */
     const cpuMeter = (senderPid: number | undefined) => {
       const sender = cpuMs(senderPid);
+      const senderThread = cpuMs(senderPid, true);
       const receiver = cpuMs(receiverPid);
       const postgres = postgresCpu();
       return {
-        used: () => ({ senderCpu: cpuMs(senderPid) - sender, postgresCpu: postgresCpuSince(postgres), receiverCpu: cpuMs(receiverPid) - receiver }),
+        used: () => ({
+          senderCpu: cpuMs(senderPid) - sender, senderThreadCpu: cpuMs(senderPid, true) - senderThread, postgresCpu: postgresCpuSince(postgres),
+          receiverCpu: cpuMs(receiverPid) - receiver,
+        }),
       };
     };
 
@@ -363,15 +369,17 @@ async function onPostgres(): Promise<void> {
     const perSecondOf = (r: Throughput) => N / (r.receivedMs / 1000);
     const ratios = (r: (typeof results)[number]) => r.worker.map((w, k) => r.ceiling[k].receivedMs / w.receivedMs);
     const medianOf = (values: number[]) => percentile(values, 50);
-    const perDelivery = (runs: Throughput[], what: 'senderCpu' | 'postgresCpu' | 'receiverCpu') => medianOf(runs.map((w) => (1000 * w[what]) / N));
+    const perDelivery = (runs: Throughput[], what: 'senderCpu' | 'senderThreadCpu' | 'postgresCpu' | 'receiverCpu') => medianOf(runs.map((w) => (1000 * w[what]) / N));
     const machineLimit = (r: (typeof results)[number]) =>
       2e6 / (perDelivery(r.worker, 'senderCpu') + perDelivery(r.worker, 'postgresCpu') + perDelivery(r.worker, 'receiverCpu'));
+    // The worker sends from one thread: at its main thread's CPU per delivery, one core a second is its own limit.
+    const threadLimit = (r: (typeof results)[number]) => 1e6 / perDelivery(r.worker, 'senderThreadCpu');
     printTable(
       `PostgreSQL: 1. throughput: ${N} due customer.created deliveries (~${(await deliveryBodies(knex, 2))[0].body.length}-byte bodies), one subscription, ` +
         `receiver answering 200 at once; ${rounds} rounds per configuration, ceiling and worker alternating (A B A B), min / median / max`,
       [
         ['lanes x batch', 'ceiling deliveries/s', 'worker deliveries/s', 'ratio worker/ceiling', 'worker: all rows succeeded (ms)', 'dupes', 'worker CPU', 'postgres CPU', 'receiver CPU',
-          'CPU µs/delivery: ceiling sender; worker + postgres + receiver', 'machine limit (2 cores) / ceiling'],
+          'CPU µs/delivery: ceiling sender; worker (its main thread) + postgres + receiver', 'machine limit (2 cores) / ceiling', "worker's thread limit / ceiling"],
         ...results.map((r) => [
           `${r.concurrency}x${r.batch}`,
           spread(r.ceiling.map(perSecondOf), 0),
@@ -382,8 +390,10 @@ async function onPostgres(): Promise<void> {
           cpuShare(medianOf(r.worker.map((w) => w.senderCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
           cpuShare(medianOf(r.worker.map((w) => w.postgresCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
           cpuShare(medianOf(r.worker.map((w) => w.receiverCpu)), medianOf(r.worker.map((w) => w.receivedMs))),
-          `${perDelivery(r.ceiling, 'senderCpu').toFixed(0)}; ${perDelivery(r.worker, 'senderCpu').toFixed(0)} + ${perDelivery(r.worker, 'postgresCpu').toFixed(0)} + ${perDelivery(r.worker, 'receiverCpu').toFixed(0)}`,
+          `${perDelivery(r.ceiling, 'senderCpu').toFixed(0)}; ${perDelivery(r.worker, 'senderCpu').toFixed(0)} (${perDelivery(r.worker, 'senderThreadCpu').toFixed(0)}) + ` +
+            `${perDelivery(r.worker, 'postgresCpu').toFixed(0)} + ${perDelivery(r.worker, 'receiverCpu').toFixed(0)}`,
           (machineLimit(r) / medianOf(r.ceiling.map(perSecondOf))).toFixed(2),
+          (threadLimit(r) / medianOf(r.ceiling.map(perSecondOf))).toFixed(2),
         ]),
       ],
     );
@@ -391,7 +401,9 @@ async function onPostgres(): Promise<void> {
     note('"all rows succeeded" also waits for the outcome UPDATEs; CPU = median share of one core over the receiving time (postgres: every');
     note('postgres process on the machine); ratio = per round, worker deliveries/s / deliveries/s of the ceiling run just before it.');
     note('CPU µs/delivery: medians over the rounds; machine limit = the worker\'s rate were both cores kept busy by the worker, PostgreSQL');
-    note('and the receiver at their measured CPU per delivery (2 s of CPU per second / their sum), as a share of the ceiling\'s rate.');
+    note('and the receiver at their measured CPU per delivery (2 s of CPU per second / their sum), as a share of the ceiling\'s rate;');
+    note('thread limit = the worker\'s rate were its main thread busy all the time (1 s a second / its CPU per delivery), as a share of the');
+    note('ceiling\'s rate: the lower of the two limits binds.');
     note(`load average before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));
@@ -579,7 +591,7 @@ async function onEmbedded(): Promise<void> {
         `${rounds} rounds per configuration, ceiling and quoting serve alternating (A B A B), min / median / max`,
       [
         ['lanes x batch', 'ceiling deliveries/s', 'serve deliveries/s', 'ratio serve/ceiling', 'serve: re-queued -> first (ms)', 'dupes', 'serve CPU (main thread)', 'receiver CPU',
-          'CPU µs/delivery: ceiling sender; serve (main thread) + receiver', 'machine limit (2 cores) / ceiling'],
+          'CPU µs/delivery: ceiling sender; serve (main thread) + receiver', 'machine limit (2 cores) / ceiling', "serve's main thread limit / ceiling"],
         ...results.map((r) => [
           `${r.concurrency}x${r.batch}`,
           spread(r.ceiling.map(perSecondOf), 0),
@@ -593,6 +605,7 @@ async function onEmbedded(): Promise<void> {
           `${perDelivery(r.ceiling.map((c) => c.senderCpu)).toFixed(0)}; ${perDelivery(r.serve.map((w) => w.senderCpu)).toFixed(0)} ` +
             `(${perDelivery(r.serve.map((w) => w.mainThreadCpu ?? NaN)).toFixed(0)}) + ${perDelivery(r.serve.map((w) => w.receiverCpu)).toFixed(0)}`,
           (2e6 / (perDelivery(r.serve.map((w) => w.senderCpu)) + perDelivery(r.serve.map((w) => w.receiverCpu))) / medianOf(r.ceiling.map(perSecondOf))).toFixed(2),
+          (1e6 / perDelivery(r.serve.map((w) => w.mainThreadCpu ?? NaN)) / medianOf(r.ceiling.map(perSecondOf))).toFixed(2),
         ]),
       ],
     );
@@ -600,7 +613,8 @@ async function onEmbedded(): Promise<void> {
     note('`quoting webhooks resend` command (its UPDATE committed) to the first request (negative: the first arrived before the command had ended);');
     note('serve CPU = the server process (its PGlite thread included; its main thread alone in brackets) as a share of one core over the receiving span;');
     note('CPU µs/delivery = medians over the rounds (serve\'s from the re-queue command on, so it includes that command\'s work); machine limit =');
-    note('serve\'s rate were both cores kept busy by serve (its PGlite thread included) and the receiver at those costs, as a share of the ceiling\'s rate.');
+    note('serve\'s rate were both cores kept busy by serve (its PGlite thread included) and the receiver at those costs, as a share of the ceiling\'s rate;');
+    note('main thread limit = serve\'s rate were its main thread (which sends) busy all the time: the lower of the two limits binds.');
     note(`load average before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));
