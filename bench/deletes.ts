@@ -6,12 +6,13 @@
  * draft quote of one line naming the product's first variant). The second database ("crowded") also holds another
  * workspace of `--rows` (50,000) customers, products (three variants each), quotes (one line each, naming a variant),
  * orders and visitors, seeded with SQL (bench/lists-seed.ts, bench/quotes-seed.ts) and analyzed; the first ("quiet")
- * holds the same workspace empty. Both servers are restarted once seeded. Then, after two discarded rounds, round after round, the same deletions on each, quiet then crowded (A B A B):
- * `DELETE /api/v1/customers/:id`, `/channels/:id`, `/products/:id`, `/quotes/:id`, one request at a time; printed:
- * min / median / max ms of each on each database, and crowded ÷ quiet of the medians, which is 1 when a delete reads
- * only its own workspace's rows and grows with the other workspace when it reads theirs too (PostgreSQL checks a
- * foreign key on the referencing table by the key's columns: a key without the workspace, or without an index leading
- * with its columns, reads every workspace's rows; migration 20261127030000_references_with_workspace).
+ * holds the same workspace empty. Both servers are restarted once seeded. Then, after two discarded rounds, round
+ * after round, the same deletions on each, quiet then crowded (A B A B): `DELETE /api/v1/customers/:id`,
+ * `/channels/:id`, `/products/:id`, `/quotes/:id`, one request at a time; printed: min / median / max ms of each on
+ * each database, and crowded ÷ quiet of the medians, which is 1 when a delete reads only its own workspace's rows and
+ * grows with the other workspace when it reads theirs too (PostgreSQL checks a foreign key on the referencing table
+ * by the key's columns: a key without the workspace, or without an index leading with its columns, reads every
+ * workspace's rows; migration 20261127030000_references_with_workspace).
  *   node dist/bench/deletes.js [--db postgres,embedded] [--rows 50000] [--rounds 10]
  */
 import type { Knex } from 'knex';
@@ -42,7 +43,6 @@ interface Own {
   server: ChildServer;
   headers: Record<string, string>;
   ids: Record<Kind, number[]>;
-  email: string;
   otherEmail: string;
 }
 
@@ -56,7 +56,7 @@ async function call(server: ChildServer, headers: Record<string, string>, method
 /** Signs up the own workspace and the other one, and creates the own workspace's rows through the API. */
 async function ownWorkspace(server: ChildServer): Promise<Own> {
   const other = await signUp(server.url);
-  const { cookie, email } = await signUp(server.url);
+  const { cookie } = await signUp(server.url);
   const headers = { cookie, 'content-type': 'application/json' };
   const ids: Record<Kind, number[]> = { customers: [], channels: [], products: [], quotes: [] };
   const customer = (await call(server, headers, 'POST', '/customers', { email: `quoted.${Date.now()}@example.com`, name: 'Quoted' })).customer.id;
@@ -69,7 +69,7 @@ async function ownWorkspace(server: ChildServer): Promise<Own> {
     const lines = [{ sku: `${sku}-A`, quantity: '1' }];
     ids.quotes.push((await call(server, headers, 'POST', '/quotes', { customer_id: customer, lines })).quote.id);
   }
-  return { server, headers, ids, email, otherEmail: other.email };
+  return { server, headers, ids, otherEmail: other.email };
 }
 
 /** The other workspace's rows: `rows` of each list, a line per quote naming a variant, a visitor per customer. */
