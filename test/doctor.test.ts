@@ -4,6 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { freePort, migratedBackend, migrationNames, runCli, scratchPostgres, tempDir, usingPostgres, type CliResult } from './helpers/cli.js';
 import { startSmtp } from './helpers/smtp.js';
 import { openDatabase } from '../src/db/database.js';
+import { postgresTooOld } from '../src/ops/doctor/database.js';
 
 interface Check {
   id: string;
@@ -42,6 +43,14 @@ async function onBackend(env: Record<string, string>, sql: string, bindings: unk
     await database.close();
   }
 }
+
+// The live check runs on this machine's PostgreSQL (15, which passes); an older server cannot be run here, so the
+// judgement is checked on the version numbers PostgreSQL reports.
+test('PostgreSQL older than 15 is named as too old; 15 and later pass', (t) => {
+  t.is(postgresTooOld(140011, 'PostgreSQL 14.11'), 'PostgreSQL 14.11 is older than PostgreSQL 15, which Quoting needs');
+  t.is(postgresTooOld(150000, 'PostgreSQL 15.0'), null);
+  t.is(postgresTooOld(170004, 'PostgreSQL 17.4'), null);
+});
 
 test('a fresh migrated install without SMTP, Stripe or a worker run has warnings only (exit 0)', async (t) => {
   t.timeout(300_000);

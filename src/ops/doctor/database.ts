@@ -16,6 +16,14 @@ export function describeDatabase(databaseUrl: string | undefined, dataDir: strin
   return `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`;
 }
 
+/** PostgreSQL's oldest release Quoting runs on: its migrations use `on delete set null (column)` (15). */
+export const OLDEST_POSTGRES = { num: 150000, name: '15' };
+
+/** What is wrong with a PostgreSQL of this `server_version_num`, or null when it will do. */
+export function postgresTooOld(versionNum: number, version: string): string | null {
+  return versionNum < OLDEST_POSTGRES.num ? `${version} is older than PostgreSQL ${OLDEST_POSTGRES.name}, which Quoting needs` : null;
+}
+
 export const databaseReachable: Check = {
   id: 'database',
   title: 'Database',
@@ -29,6 +37,11 @@ export const databaseReachable: Check = {
     const { database } = access;
     const { rows } = await database.knex.raw('select version() as version');
     const version = String(rows[0].version).split(' ').slice(0, 2).join(' ');
+    if (database.kind === 'postgres') {
+      const { rows: [setting] } = await database.knex.raw(`select current_setting('server_version_num')::int as num`);
+      const problem = postgresTooOld(setting.num, version);
+      if (problem) return fail(problem, `upgrade PostgreSQL to ${OLDEST_POSTGRES.name} or later (Debian 12 ships 15), then run 'quoting migrate'`);
+    }
     return ok(`${describeDatabase(ctx.config.DATABASE_URL, ctx.config.DATA_DIR)} answers (${database.kind === 'pglite' ? `PGlite, ${version}` : version})`);
   },
 };
