@@ -92,8 +92,8 @@ async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: Len
  * transaction together) and its text arrives as bytes (db/pglite-wire.ts), sent on as they are, as COPY's are on
  * PostgreSQL (GET /quotes of 50k rows: 712 → 262 ms in bench/lists.ts), and the buffer they arrived in goes back to
  * the thread for a later page once they are sent (db/pglite-thread.ts `giveBackBytes`). Outside a transaction the
- * page is marked `keyset` when its last two values are `after` and `rows`: PGlite's thread then reads the next page
- * while this one is sent (pglite-worker.ts, readAheads).
+ * page names its place, `keyset: { after, rows }`: PGlite's thread, finding them as the statement's last two values,
+ * reads the next page while this one is sent (pglite-worker.ts, readAheads).
  */
 async function aggregatedPage(
   db: Db,
@@ -103,18 +103,14 @@ async function aggregatedPage(
   { after, rows }: { after: number; rows: number },
 ): Promise<{ text: JsonPage; n: number; lastId: number }> {
   const aggregate = (q: Db) => q.from(page().select(`${idColumn} as id`, q.raw(`${json} as j`)).as('page')).select(q.raw(`string_agg(j::text, ',') as json, max(id) as last_id, count(*)::int as n`));
-  const embedded = (query: Knex.QueryBuilder) => {
-    const { bindings } = query.toSQL();
-    const keyset = !db.isTransaction && bindings.at(-2) === after && bindings.at(-1) === rows;
-    return query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, keyset });
-  };
+  const keyset = db.isTransaction ? {} : { keyset: { after, rows } };
   const [row] =
     db.client.config.client === 'pg'
       ? await db.transaction(async (trx) => {
           await trx.raw('set local enable_bitmapscan = off');
           return aggregate(trx);
         })
-      : await embedded(aggregate(db));
+      : await aggregate(db).options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, ...keyset });
   // From PGlite's thread, bytes lent: its reply buffer goes back to the thread once the page is sent.
   const text: JsonPage = Buffer.isBuffer(row.json) ? { chunks: [row.json], giveBack: giveBackBytes } : row.json;
   return { text, n: row.n, lastId: row.last_id };

@@ -97,8 +97,9 @@ async function bytesQuery(sql: string, params: unknown[] | undefined, settings: 
 }
 
 /**
- * List pages read ahead. A list's page is a `textAsBytes` query marked `keyset` (src/db/pages.ts): its last two values
- * are the id after which it starts and its row count, and its row holds the page's `n` and `last_id`. Once a full page
+ * List pages read ahead. A list's page is a `textAsBytes` query naming its place, `keyset: { after, rows }`
+ * (src/db/pages.ts): the id after which it starts and its row count, which are its last two values (checked here, on
+ * the values sent), and its row holds the page's `n` and `last_id`. Once a full page
  * has been sent, the same statement is run for the page after it, so that PGlite reads on while the server's thread
  * writes this page to its socket and asks for the next one, instead of waiting for that request (a round trip of
  * 0.2 – 0.25 ms a page, and any write the server's thread was in the middle of). The request that asks for it gets that
@@ -110,8 +111,19 @@ type Answer = { value: unknown; transfer?: ArrayBuffer[] };
 const readAheads = new Map<string, Promise<Answer>>();
 const READ_AHEAD_MOST = 4;
 
-const isPage = (request: ThreadRequest): request is Extract<ThreadRequest, { op: 'query' }> =>
-  request.op === 'query' && request.options?.textAsBytes === true && request.options.keyset === true;
+type PageRequest = Extract<ThreadRequest, { op: 'query' }>;
+interface Keyset {
+  after: unknown;
+  rows: unknown;
+}
+
+/** A list page whose last two values are the place it names. */
+function isPage(request: ThreadRequest): request is PageRequest & { options: { keyset: Keyset } } {
+  if (request.op !== 'query' || request.options?.textAsBytes !== true) return false;
+  const keyset = request.options.keyset as Keyset | undefined;
+  const params = request.params ?? [];
+  return keyset !== undefined && params.at(-2) === keyset.after && params.at(-1) === keyset.rows;
+}
 const pageKey = (sql: string, params: unknown[], settings: unknown) => JSON.stringify([sql, params, settings ?? null]);
 
 /** The page read ahead for this request, if it is one; any request other than a list page drops every read ahead. */
@@ -131,9 +143,10 @@ function readAheadFor(request: ThreadRequest): Promise<Answer> | undefined {
 function readNextPage(request: ThreadRequest, value: unknown): void {
   if (!isPage(request) || pglite.isInTransaction()) return;
   const params = request.params ?? [];
+  const { rows } = request.options.keyset;
   const row = (value as { rows: { n?: unknown; last_id?: unknown }[] }).rows[0];
-  if (!row || row.n !== params.at(-1) || typeof row.last_id !== 'number') return;
-  const next = [...params.slice(0, -2), row.last_id, params.at(-1)];
+  if (!row || row.n !== rows || typeof row.last_id !== 'number') return;
+  const next = [...params.slice(0, -2), row.last_id, rows];
   const settings = request.options?.settings as Record<string, string> | undefined;
   if (readAheads.size >= READ_AHEAD_MOST) {
     const [oldest, ahead] = readAheads.entries().next().value!;
