@@ -35,13 +35,10 @@ export const databaseReachable: Check = {
       return access.status === 'fail' ? fail(access.reason, fix) : warn(access.reason, fix);
     }
     const { database } = access;
-    const { rows } = await database.knex.raw('select version() as version');
+    const { rows } = await database.knex.raw(`select version() as version, current_setting('server_version_num')::int as num`);
     const version = String(rows[0].version).split(' ').slice(0, 2).join(' ');
-    if (database.kind === 'postgres') {
-      const { rows: [setting] } = await database.knex.raw(`select current_setting('server_version_num')::int as num`);
-      const problem = postgresTooOld(setting.num, version);
-      if (problem) return fail(problem, `upgrade PostgreSQL to ${OLDEST_POSTGRES.name} or later (Debian 12 ships 15), then run 'quoting migrate'`);
-    }
+    const problem = database.kind === 'postgres' && postgresTooOld(rows[0].num, version);
+    if (problem) return fail(problem, `upgrade PostgreSQL to ${OLDEST_POSTGRES.name} or later (Debian 12 ships 15), then run 'quoting migrate'`);
     return ok(`${describeDatabase(ctx.config.DATABASE_URL, ctx.config.DATA_DIR)} answers (${database.kind === 'pglite' ? `PGlite, ${version}` : version})`);
   },
 };
