@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
 import { ok } from './helpers/client.js';
+import { refusal } from './helpers/database.js';
 
 // A quote's lines, an order's items and a product's variants name their parent with its workspace (migration
 // 20261126220000_parent_keys_with_workspace): the database refuses a row whose parent belongs to another workspace,
@@ -13,17 +14,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-/** What the database answers an INSERT: null when it took the row, else the error's code and constraint. */
-async function refusal(sql: string, bindings: unknown[]): Promise<{ code: string; constraint: string } | null> {
-  try {
-    await app.db.raw(sql, bindings as never);
-    return null;
-  } catch (err) {
-    const { code, constraint } = err as { code: string; constraint: string };
-    return { code, constraint };
-  }
-}
 
 test("a line, an item or a variant naming another workspace's quote, order or product is refused; its own are taken", async (t) => {
   const mine = await signUpOwner(app, 'Mine');
@@ -43,8 +33,8 @@ test("a line, an item or a variant naming another workspace's quote, order or pr
   ];
   for (const { table, constraint, sql, parent } of rows) {
     const bindings = (workspace: number) => (table === 'variants' ? [workspace, parent, workspace] : [workspace, parent]);
-    t.deepEqual(await refusal(sql, bindings(mine.workspace.id)), { code: '23503', constraint }, `${table}: another workspace's parent`);
-    t.is(await refusal(sql, bindings(theirs.workspace.id)), null, `${table}: its own workspace's parent`);
+    t.deepEqual(await refusal(app.db, sql, bindings(mine.workspace.id)), { code: '23503', constraint }, `${table}: another workspace's parent`);
+    t.is(await refusal(app.db, sql, bindings(theirs.workspace.id)), null, `${table}: its own workspace's parent`);
   }
   t.is((await app.db('quote_lines').where({ workspace_id: mine.workspace.id })).length, 0);
 

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { migratorConfig } from '../src/db/migrations.js';
 import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
 import { ok } from './helpers/client.js';
-import { freshDatabase } from './helpers/database.js';
+import { freshDatabase, refusal } from './helpers/database.js';
 
 // References to the rows the API deletes name them with their workspace, and an index answers the query PostgreSQL
 // runs on the referencing table when such a row is deleted (migration 20261127030000_references_with_workspace).
@@ -63,17 +63,6 @@ test('every reference to a row the API deletes names its workspace first, and an
   }
 });
 
-/** The database's answer to a statement: null when it took it, else the error's code and constraint. */
-async function refusal(sql: string, bindings: unknown[], knex: Knex = app.db): Promise<{ code: string; constraint: string } | null> {
-  try {
-    await knex.raw(sql, bindings as never);
-    return null;
-  } catch (err) {
-    const { code, constraint } = err as { code: string; constraint: string };
-    return { code, constraint };
-  }
-}
-
 /** A workspace with a channel, a customer, a product with a variant, a quote on them (one line of the variant), its order. */
 async function workspaceWithRows(name: string) {
   const owner: Owner = await signUpOwner(app, name);
@@ -110,8 +99,8 @@ test("a row naming another workspace's customer, channel, quote or variant is re
     { constraint: 'quote_activities_quotes_foreign', sql: 'update quote_activities set quote_id = ? where id = ?', row: 'activity', value: 'quote' },
   ] as const;
   for (const { constraint, sql, row, value } of changes) {
-    t.deepEqual(await refusal(sql, [theirs[value], mine[row]]), { code: '23503', constraint }, `${constraint}: another workspace's ${value}`);
-    t.is(await refusal(sql, [mine[value], mine[row]]), null, `${constraint}: its own workspace's ${value}`);
+    t.deepEqual(await refusal(app.db, sql, [theirs[value], mine[row]]), { code: '23503', constraint }, `${constraint}: another workspace's ${value}`);
+    t.is(await refusal(app.db, sql, [mine[value], mine[row]]), null, `${constraint}: its own workspace's ${value}`);
   }
 });
 
@@ -156,7 +145,7 @@ test('the migration rolls back and forward with rows in place', async (t) => {
   t.like((await knex.raw('select customer_id from quotes where id = ?', [quote])).rows[0], { customer_id: customer }, 'the rows stay');
   t.is((await knex('quote_activities').where({ quote_id: quote })).length, 1);
   // PostgreSQL 15 reports a restricting key as 23503, 17 (PGlite) as 23001 (restrict_violation).
-  const restricted = await refusal('delete from customers where id = ?', [customer], knex);
+  const restricted = await refusal(knex, 'delete from customers where id = ?', [customer]);
   t.is(restricted?.constraint, 'quotes_customers_foreign', 'a customer that a quote names is not deleted');
   t.true(['23503', '23001'].includes(restricted!.code), restricted?.code);
 });

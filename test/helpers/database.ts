@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import knexFactory from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { openPglite, openPostgres, type Database } from '../../src/db/database.js';
 import { migrateLatest } from '../../src/db/migrations.js';
 import { startPgliteThread } from '../../src/db/pglite-thread.js';
@@ -111,4 +111,15 @@ export function withDatabase(url: string, name: string): string {
   const parsed = new URL(url);
   parsed.pathname = `/${name}`;
   return parsed.toString();
+}
+
+/** What the database answers a statement: null when it took it, else the error's code and constraint. */
+export async function refusal(knex: Knex, sql: string, bindings: unknown[]): Promise<{ code: string; constraint: string } | null> {
+  try {
+    await knex.raw(sql, bindings as Knex.RawBinding[]);
+    return null;
+  } catch (err) {
+    const { code, constraint } = err as { code: string; constraint: string };
+    return { code, constraint };
+  }
 }
