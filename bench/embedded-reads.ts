@@ -19,7 +19,6 @@
  * files, so A, T and C of such a list measure partly file reads, which S, on a PGlite of its own, does not.
  *   node dist/bench/embedded-reads.js [--rows 50000] [--rounds 9] [--lists quotes,orders,customers,products]
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, type Database } from '../src/db/database.js';
@@ -28,7 +27,7 @@ import type { PgliteThread } from '../src/db/pglite-thread.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { benchArgs, median, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, tempDataDir, withDataDir } from './lib.js';
+import { benchArgs, median, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, tempDataDir, copyDataDir, withDataDir } from './lib.js';
 
 const { values } = benchArgs('embedded-reads.js', {
   rows: { type: 'string', default: '50000' },
@@ -95,8 +94,7 @@ runBench(async () => {
   });
 
   // S reads a copy, opened as the server opens its data directory: one process may hold a data directory.
-  const servedDir = tempDataDir('reads-served');
-  fs.cpSync(dataDir, servedDir, { recursive: true });
+  const servedDir = copyDataDir(dataDir, 'reads-served');
   const served = await openDatabase({ dataDir: servedDir });
   onCleanup(() => served.close());
   const db = new PGlite(path.join(dataDir, 'pglite'));

@@ -200,7 +200,11 @@ export async function freshDataDir(label = 'embedded'): Promise<string> {
     await withDataDir(dir, async () => {});
     return dir;
   })();
-  const source = await template;
+  return copyDataDir(await template, label);
+}
+
+/** A copy of a data directory (its server stopped), removed at cleanup: one process may open a data directory. */
+export function copyDataDir(source: string, label: string): string {
   const dir = tempDataDir(label);
   fs.cpSync(source, dir, { recursive: true });
   return dir;

@@ -18,10 +18,9 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import { createSession, SESSION_COOKIE } from '../src/auth/sessions.js';
-import fs from 'node:fs';
 import {
   benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, printTable, spread, runBench, signUp, startChild,
-  startEmbedded, startQuoting, tempDataDir, withDataDir, loadAverage, cpuMs, type ChildServer, type DbKind,
+  startEmbedded, startQuoting, copyDataDir, withDataDir, loadAverage, cpuMs, type ChildServer, type DbKind,
 } from './lib.js';
 
 const { values } = benchArgs('me-vs-koa.js', {
@@ -148,9 +147,7 @@ async function onEmbedded(): Promise<Apps> {
   const { cookie, email } = await signUp(first.url);
   await first.stop();
   cookies = await withDataDir(dataDir, ({ knex }) => sessionCookies(knex, email, cookie));
-  const copy = tempDataDir('me-uncached');
-  fs.cpSync(dataDir, copy, { recursive: true });
-  return { cached: await startEmbedded(dataDir), uncached: await startEmbedded(copy, { SESSION_CACHE_SECONDS: '0' }), knex: null };
+  return { cached: await startEmbedded(dataDir), uncached: await startEmbedded(copyDataDir(dataDir, 'me-uncached'), { SESSION_CACHE_SECONDS: '0' }), knex: null };
 }
 
 async function run(kind: DbKind): Promise<void> {

@@ -17,7 +17,6 @@
  *   node dist/bench/quotes.js [--db postgres,embedded] [--duration 5] [--warmup 2] [--rounds 3] [--connections 10] [--line-counts 1,20,50]
  *                             [--parts create,flow]
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -30,7 +29,7 @@ import type { Workspace } from '../src/workspaces/model.js';
 import { eventId } from '../src/events/outbox.js';
 import { createQuoteBody } from '../src/quotes/schema.js';
 import { createQuote } from '../src/quotes/service.js';
-import { benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, startQuoting, tempDataDir, loadAverage, type ChildServer, type DbKind } from './lib.js';
+import { benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, startQuoting, copyDataDir, loadAverage, type ChildServer, type DbKind } from './lib.js';
 
 const { values } = benchArgs('quotes.js', {
   db: { type: 'string', default: 'postgres,embedded' },
@@ -373,8 +372,7 @@ async function setUp(kind: DbKind): Promise<Setup> {
   const first = await startEmbedded(dataDir);
   const account = await makeAccount(first);
   await first.stop();
-  const copy = tempDataDir('quotes-baseline');
-  fs.cpSync(dataDir, copy, { recursive: true });
+  const copy = copyDataDir(dataDir, 'quotes-baseline');
   const app = await startEmbedded(dataDir);
   const pglite = new PGlite(path.join(copy, 'pglite'));
   const db: Database = await openPglite(pglite);

@@ -17,7 +17,6 @@
  *   node dist/bench/tracking.js [--db postgres,embedded] [--duration 10] [--warmup 2] [--connections 50] [--rounds 3]
  *                               [--events 1000000] [--skip-ingest] [--skip-reads]
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +28,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { openPglite } from '../src/db/database.js';
 import {
   benchArgs, databasesOption, dbName, freshDataDir, freshPostgresUrl, median, note, percentile, printTable, runBench, startChild, startEmbedded, startQuoting,
-  tempDataDir, withDataDir, loadAverage, type ChildServer,
+  copyDataDir, withDataDir, loadAverage, type ChildServer,
 } from './lib.js';
 import { recommend, categoryInterest } from '../src/tracking/recommendations.js';
 import { systemAccess } from '../src/access.js';
@@ -137,11 +136,7 @@ async function ingestEmbedded(): Promise<void> {
   const shop = await signUpShop(first.url, 'Ingest Shop');
   await first.stop();
   await withDataDir(raisedDir, (database) => addDesk(database.knex, shop));
-  const bareDirs = ['track-bare', 'track-bare-counter'].map((label) => {
-    const dir = tempDataDir(label);
-    fs.cpSync(raisedDir, dir, { recursive: true });
-    return dir;
-  });
+  const bareDirs = ['track-bare', 'track-bare-counter'].map((label) => copyDataDir(raisedDir, label));
   const cappedDir = await freshDataDir('track-capped');
   const raised = await startEmbedded(raisedDir, RAISED);
   const capped = await startEmbedded(cappedDir);
