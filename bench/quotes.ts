@@ -50,7 +50,6 @@ const parts = new Set(values.parts.split(',').map((p) => p.trim()));
 
 const TARGETS = { createRatio: 0.5, fiftyVsOne: 1.5 };
 
-const msText = (value: number) => (value >= 100 ? `${value.toFixed(0)} ms` : `${value.toFixed(1)} ms`);
 const now = () => performance.now();
 
 // ---------------------------------------------------------------- HTTP

@@ -77,7 +77,6 @@ const TARGETS = { ratio: 0.7, p50Ms: 50 };
 
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));
-const rate = (count: number, millis: number) => (count / (millis / 1000)).toFixed(0);
 
 // ---------------------------------------------------------------- CPU time (Linux /proc)
 
