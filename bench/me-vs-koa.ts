@@ -147,7 +147,8 @@ async function onEmbedded(): Promise<Apps> {
   const { cookie, email } = await signUp(first.url);
   await first.stop();
   cookies = await withDataDir(dataDir, ({ knex }) => sessionCookies(knex, email, cookie));
-  return { cached: await startEmbedded(dataDir), uncached: await startEmbedded(copyDataDir(dataDir, 'me-uncached'), { SESSION_CACHE_SECONDS: '0' }), knex: null };
+  const copy = copyDataDir(dataDir, 'me-uncached'); // before a server starts there: its control socket cannot be copied
+  return { cached: await startEmbedded(dataDir), uncached: await startEmbedded(copy, { SESSION_CACHE_SECONDS: '0' }), knex: null };
 }
 
 async function run(kind: DbKind): Promise<void> {
