@@ -4,7 +4,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { freePort, migratedBackend, migrationNames, runCli, scratchPostgres, tempDir, usingPostgres, type CliResult } from './helpers/cli.js';
 import { startSmtp } from './helpers/smtp.js';
 import { openDatabase } from '../src/db/database.js';
-import { postgresTooOld } from '../src/ops/doctor/database.js';
+import { describeDatabase, postgresTooOld } from '../src/ops/doctor/database.js';
 
 interface Check {
   id: string;
@@ -50,6 +50,14 @@ test('PostgreSQL older than 15 is named as too old; 15 and later pass', (t) => {
   t.is(postgresTooOld(140011, 'PostgreSQL 14.11'), 'PostgreSQL 14.11 is older than PostgreSQL 15, which Quoting needs');
   t.is(postgresTooOld(150000, 'PostgreSQL 15.0'), null);
   t.is(postgresTooOld(170004, 'PostgreSQL 17.4'), null);
+});
+
+test('the database is named without its password, a Unix socket as the directory it is in', (t) => {
+  t.is(describeDatabase('postgres://quoting:secret@127.0.0.1:5432/quoting', '/d'), 'PostgreSQL at 127.0.0.1:5432/quoting');
+  t.is(describeDatabase('postgres://quoting:secret@db.internal/quoting', '/d'), 'PostgreSQL at db.internal:5432/quoting');
+  t.is(describeDatabase('postgres://quoting:secret@%2Fvar%2Frun%2Fpostgresql/quoting', '/d'), 'PostgreSQL through the socket in /var/run/postgresql, database quoting');
+  t.is(describeDatabase('postgres:///quoting?host=/var/run/postgresql', '/d'), 'PostgreSQL through the socket in /var/run/postgresql, database quoting');
+  t.is(describeDatabase(undefined, '/var/lib/quoting'), 'embedded PGlite in /var/lib/quoting');
 });
 
 test('a fresh migrated install without SMTP, Stripe or a worker run has warnings only (exit 0)', async (t) => {

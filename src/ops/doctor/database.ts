@@ -9,11 +9,16 @@ function ago(ms: number): string {
   return `${Math.round(ms / (24 * 60 * MINUTE))} days`;
 }
 
-/** Where the data is, without credentials. */
+/**
+ * Where the data is, without credentials. A host that is a directory (`%2Fvar%2Frun%2Fpostgresql`, or `?host=` with an
+ * empty host) is where PostgreSQL's Unix socket is: node-postgres and libpq (pg_dump) read the URL so.
+ */
 export function describeDatabase(databaseUrl: string | undefined, dataDir: string): string {
   if (!databaseUrl) return `embedded PGlite in ${dataDir}`;
   const url = new URL(databaseUrl);
-  return `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`;
+  const host = decodeURIComponent(url.hostname) || url.searchParams.get('host') || 'localhost';
+  if (host.startsWith('/')) return `PostgreSQL through the socket in ${host}, database ${decodeURIComponent(url.pathname.slice(1))}`;
+  return `PostgreSQL at ${host}:${url.port || 5432}${url.pathname}`;
 }
 
 /** PostgreSQL's oldest release Quoting runs on: its migrations use `on delete set null (column)` (15). */
