@@ -9,7 +9,11 @@
  *    process POSTing the same N bodies to the same receiver with the same client (src/webhooks/outbound.ts post()
  *    + outboundAgents()), headers and signature, the same number of lanes, and no database. Per configuration,
  *    after one discarded warm-up round of each (--warmup-n), the ceiling and the worker alternate (A B A B) for
- *    --rounds (at least 3) rounds; min / median / max of each and of the per-round ratio are printed. The worker
+ *    --rounds (at least 3) rounds; min / median / max of each and of the per-round ratio are printed, and each round's
+ *    rates in the order they ran. The warm-up is as long as a round: after a warm-up of 1000 deliveries the first
+ *    measured round was the slowest of both, every time (the ceiling 18.1 – 19.3k/s against 23.5 – 27.5k in later
+ *    rounds, the worker 10.6 – 11.3k against 14.3 – 20.1k): the worker process, started for the configuration, was
+ *    still optimizing its code (V8 compiles in threads of its own, on the same two cores). The worker
  *    is one long-running `--watch` process per configuration; the receiver and the ceiling sender, which live
  *    through the whole run, are first primed with --prime-n requests (V8 takes thousands of requests to optimize
  *    their hot paths on a busy 2-core machine: the first 3000 ran at ~600/s, later ones at ~10000/s).
@@ -34,7 +38,7 @@
  * (WEBHOOK_CONCURRENCY x WEBHOOK_WORKER_BATCH); the rows are checked (all succeeded, at the first attempt) once it
  * has stopped. The latency is measured on `quoting serve` alone, with its defaults.
  * The latency's runs there are `--embedded-latency-runs` (50).
- *   node dist/bench/webhooks.js [--db postgres,embedded] [--n 5000] [--rounds 3] [--warmup-n 1000] [--prime-n 5000] [--configs 16x100,32x100,64x100,16x500,64x500]
+ *   node dist/bench/webhooks.js [--db postgres,embedded] [--n 5000] [--rounds 3] [--warmup-n 5000] [--prime-n 5000] [--configs 16x100,32x100,64x100,16x500,64x500]
  *                               [--latency-runs 200] [--latency-warmup 10]
  */
 import fs from 'node:fs';
@@ -50,7 +54,7 @@ const { values } = benchArgs('webhooks.js', {
   db: { type: 'string', default: 'postgres,embedded' },
   n: { type: 'string', default: '5000' },
   configs: { type: 'string', default: '16x100,32x100,64x100,16x500,64x500' },
-  'warmup-n': { type: 'string', default: '1000' },
+  'warmup-n': { type: 'string', default: '5000' },
   rounds: { type: 'string', default: '3' },
   'prime-n': { type: 'string', default: '5000' },
   'latency-runs': { type: 'string', default: '200' },
@@ -403,6 +407,7 @@ async function onPostgres(): Promise<void> {
     note('and the receiver at their measured CPU per delivery (2 s of CPU per second / their sum), as a share of the ceiling\'s rate;');
     note('thread limit = the worker\'s rate were its main thread busy all the time (1 s a second / its CPU per delivery), as a share of the');
     note('ceiling\'s rate: the lower of the two limits binds.');
+    for (const r of results) note(`${r.concurrency}x${r.batch} rounds in order, deliveries/s: ceiling ${r.ceiling.map((c) => perSecondOf(c).toFixed(0)).join(', ')}; worker ${r.worker.map((w) => perSecondOf(w).toFixed(0)).join(', ')}`);
     note(`load average before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));
@@ -614,6 +619,7 @@ async function onEmbedded(): Promise<void> {
     note('CPU µs/delivery = medians over the rounds (serve\'s from the re-queue command on, so it includes that command\'s work); machine limit =');
     note('serve\'s rate were both cores kept busy by serve (its PGlite thread included) and the receiver at those costs, as a share of the ceiling\'s rate;');
     note('main thread limit = serve\'s rate were its main thread (which sends) busy all the time: the lower of the two limits binds.');
+    for (const r of results) note(`${r.concurrency}x${r.batch} rounds in order, deliveries/s: ceiling ${r.ceiling.map((c) => perSecondOf(c).toFixed(0)).join(', ')}; serve ${r.serve.map((w) => perSecondOf(w).toFixed(0)).join(', ')}`);
     note(`load average before the rounds: ${loadBefore}; after: ${loadAfter}`);
     const main = results.find((r) => r.concurrency === 16 && r.batch === 100) ?? results[0];
     const ratio = medianOf(ratios(main));
