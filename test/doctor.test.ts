@@ -57,6 +57,7 @@ test('the database is named without its password, a Unix socket as the directory
   t.is(describeDatabase('postgres://quoting:secret@db.internal/quoting', '/d'), 'PostgreSQL at db.internal:5432/quoting');
   t.is(describeDatabase('postgres://quoting:secret@%2Fvar%2Frun%2Fpostgresql/quoting', '/d'), 'PostgreSQL through the socket in /var/run/postgresql, database quoting');
   t.is(describeDatabase('postgres:///quoting?host=/var/run/postgresql', '/d'), 'PostgreSQL through the socket in /var/run/postgresql, database quoting');
+  t.is(describeDatabase('postgres://quoting@db%zz/quoting', '/d'), 'PostgreSQL at db%zz:5432/quoting', 'a host that does not decode, as given');
   t.is(describeDatabase(undefined, '/var/lib/quoting'), 'embedded PGlite in /var/lib/quoting');
 });
 

@@ -16,9 +16,18 @@ function ago(ms: number): string {
 export function describeDatabase(databaseUrl: string | undefined, dataDir: string): string {
   if (!databaseUrl) return `embedded PGlite in ${dataDir}`;
   const url = new URL(databaseUrl);
-  const host = decodeURIComponent(url.hostname) || url.searchParams.get('host') || 'localhost';
-  if (host.startsWith('/')) return `PostgreSQL through the socket in ${host}, database ${decodeURIComponent(url.pathname.slice(1))}`;
+  const host = decoded(url.hostname) || url.searchParams.get('host') || 'localhost';
+  if (host.startsWith('/')) return `PostgreSQL through the socket in ${host}, database ${decoded(url.pathname.slice(1))}`;
   return `PostgreSQL at ${host}:${url.port || 5432}${url.pathname}`;
+}
+
+/** Percent-decoded, or as it is when it does not decode (the doctor describes any URL the configuration accepted). */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /** PostgreSQL's oldest release Quoting runs on: its migrations use `on delete set null (column)` (15). */
