@@ -16,13 +16,11 @@
  *   node dist/bench/embedded.js [--rows 50000] [--list-rows 10000] [--rounds 3] [--seconds 10] [--every 20]
  *                               [--baseline-bin ../other/bin/quoting]
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
-import { benchArgs, bin, fmt, forkScript, median, note, onCleanup, percentile, printTable, spread, runBench, signUp, startEmbedded, withDataDir, loadAverage, type ChildServer } from './lib.js';
+import { benchArgs, bin, copyDataDir, fmt, forkScript, median, note, percentile, printTable, spread, runBench, signUp, startEmbedded, tempDataDir, withDataDir, loadAverage, type ChildServer } from './lib.js';
 
 const { values } = benchArgs('embedded.js', {
   rows: { type: 'string', default: '50000' },
@@ -136,17 +134,12 @@ async function round(result: Result, quoting: string, big: string, small: string
 
 runBench(async () => {
   const load = [loadAverage()];
-  const small = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-embedded-'));
-  const big = `${small}-big`;
-  onCleanup(async () => {
-    fs.rmSync(small, { recursive: true, force: true });
-    fs.rmSync(big, { recursive: true, force: true });
-  });
+  const small = tempDataDir('embedded');
   const first = await serve(bin, small);
   const { cookie, email } = await signUp(first.url);
   await first.stop();
   await grow(small, email, 1, listRows);
-  fs.cpSync(small, big, { recursive: true });
+  const big = copyDataDir(small, 'embedded-big');
   await grow(big, email, listRows + 1, rows);
 
   const startLists = await listFetcher();
