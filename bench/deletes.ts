@@ -20,7 +20,7 @@ import { openPostgres } from '../src/db/database.js';
 import { seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
-  benchArgs, databasesOption, dbName, freshTarget, loadAverage, median, note, printTable, runBench, signUp, spread, startServe,
+  benchArgs, databasesOption, dbName, freshTarget, loadAverage, median, note, printTable, roundsOption, runBench, signUp, spread, startServe,
   withDataDir, type ChildServer, type DbKind, type Target,
 } from './lib.js';
 
@@ -30,8 +30,7 @@ const { values } = benchArgs('deletes.js', {
   rounds: { type: 'string', default: '10' },
 });
 const rows = Number(values.rows);
-const rounds = Number(values.rounds);
-if (!(Number.isInteger(rounds) && rounds >= 3)) throw new Error('--rounds: at least 3');
+const rounds = roundsOption(values.rounds);
 /** Two discarded rounds first. */
 const WARMUP = 2;
 const items = rounds + WARMUP;

@@ -170,6 +170,13 @@ export async function freshPostgresUrl(): Promise<string> {
 
 // ---------------------------------------------------------------- the embedded default
 
+/** The `--rounds` option of a script that alternates baseline and app: a whole number, at least 3 (min / median / max). */
+export function roundsOption(text: string): number {
+  const rounds = Number(text);
+  if (!(Number.isInteger(rounds) && rounds >= 3)) throw new Error('--rounds: at least 3');
+  return rounds;
+}
+
 /** The databases a script runs on, from its `--db` option (`postgres,embedded`, the default of each script). */
 export type DbKind = 'postgres' | 'embedded';
 

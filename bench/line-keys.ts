@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { openPostgres } from '../src/db/database.js';
 import { seedProducts } from './lists-seed.js';
-import { benchArgs, databasesOption, dbName, freshTarget, loadAverage, median, note, printTable, runBench, spread, withDataDir, type DbKind } from './lib.js';
+import { benchArgs, databasesOption, dbName, freshTarget, loadAverage, median, note, printTable, roundsOption, runBench, spread, withDataDir, type DbKind } from './lib.js';
 
 const { values } = benchArgs('line-keys.js', {
   db: { type: 'string', default: 'postgres,embedded' },
@@ -28,8 +28,7 @@ const { values } = benchArgs('line-keys.js', {
   lines: { type: 'string', default: '1,50' },
   variants: { type: 'string', default: '60' },
 });
-const rounds = Number(values.rounds);
-if (!(Number.isInteger(rounds) && rounds >= 3)) throw new Error('--rounds: at least 3');
+const rounds = roundsOption(values.rounds);
 const statements = Number(values.statements);
 const [few, many] = values.lines.split(',').map(Number);
 if (!(few >= 1 && many > few)) throw new Error('--lines: two line counts, the smaller first (1,50)');

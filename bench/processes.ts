@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import { openPostgres } from '../src/db/database.js';
-import { benchArgs, databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, runBench, signUp, spread as spreadOf, startQuoting, startWorker, loadAverage, type ChildServer, type Worker } from './lib.js';
+import { benchArgs, databasesOption, seededDeliveries, forkScript, freshPostgresUrl, note, onCleanup, percentile, printTable, roundsOption, runBench, signUp, spread as spreadOf, startQuoting, startWorker, loadAverage, type ChildServer, type Worker } from './lib.js';
 
 const { values } = benchArgs('processes.js', {
   db: { type: 'string', default: 'postgres,embedded' },
@@ -37,8 +37,7 @@ const { values } = benchArgs('processes.js', {
   customers: { type: 'string', default: '50' },
   n: { type: 'string', default: '3000' },
 });
-const rounds = Number(values.rounds);
-if (!(Number.isInteger(rounds) && rounds >= 3)) throw new Error('--rounds: at least 3');
+const rounds = roundsOption(values.rounds);
 const creates = Number(values.creates);
 const connections = Number(values.connections);
 const workspaceCount = Number(values.workspaces);

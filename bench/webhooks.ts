@@ -47,7 +47,7 @@ import type { Knex } from 'knex';
 import { openPostgres } from '../src/db/database.js';
 import { spawn } from 'node:child_process';
 import {
-  benchArgs, bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, spread, root, runBench, signUp,
+  benchArgs, bin, databasesOption, freshDataDir, seededDeliveries, forkScript, freshPostgresUrl, ms, note, onCleanup, percentile, printTable, spread, root, roundsOption, runBench, signUp,
   startEmbedded, startQuoting, startWorker, withDataDir, loadAverage, cpuMs, type ChildServer, type Forked, type Worker,
 } from './lib.js';
 
@@ -72,8 +72,7 @@ const configs = values.configs
     return { concurrency, batch };
   });
 const warmupN = Number(values['warmup-n']);
-const rounds = Number(values.rounds);
-if (!(Number.isInteger(rounds) && rounds >= 3)) throw new Error('--rounds: at least 3');
+const rounds = roundsOption(values.rounds);
 const primeN = Number(values['prime-n']);
 const latencyRuns = Number(values['latency-runs']);
 const latencyWarmup = Number(values['latency-warmup']);
