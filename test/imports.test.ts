@@ -260,9 +260,10 @@ test.serial('orders: grouped into orders, totals in numeric, customers by email;
   t.is(first.status, 200, first.text);
   t.deepEqual(first.body.data.import, {
     rows: 4, created: 2, updated: 0, unchanged: 0, failed: 2,
+    // In line order: the order's own line (2) before the line that failed it (3).
     errors: [
-      { row: 3, field: 'price', message: 'price: must have at most 2 decimal places.' },
       { row: 2, field: 'order', message: 'order 1001: not imported because line 3 failed.' },
+      { row: 3, field: 'price', message: 'price: must have at most 2 decimal places.' },
     ],
   });
   const fixed = csv.replace('3.333', '3.33');
@@ -323,9 +324,10 @@ test.serial('orders: missing columns, unknown channels, non-adjacent rows and ab
   const abort = await csvPost('/api/v1/orders/import?on_error=abort', csv);
   t.is(abort.status, 422);
   t.deepEqual(abort.body.data.import.errors, [
-    { row: 5, field: 'order_number', message: 'order A-2: its rows must be adjacent; it started on line 3 and another order came in between.' },
-    { row: 4, field: 'external_source', message: 'external_source: the source "quote" is reserved for orders converted from quotes.' },
+    // In line order, whether a check is of the field (4, 5) or against the database (2).
     { row: 2, field: 'channel_id', message: 'channel_id: no channel 999999 in this workspace.' },
+    { row: 4, field: 'external_source', message: 'external_source: the source "quote" is reserved for orders converted from quotes.' },
+    { row: 5, field: 'order_number', message: 'order A-2: its rows must be adjacent; it started on line 3 and another order came in between.' },
   ]);
   t.like(abort.body.data.import, { rows: 4, created: 1, failed: 3 });
   t.deepEqual(await counts(), before);

@@ -6,10 +6,16 @@ import { HttpError, Validation } from '../errors.js';
 /** Spec §8: 20 MB per file (413 above), 50,000 rows (422 above). */
 export const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
 export const MAX_IMPORT_ROWS = 50_000;
+/**
+ * A row (one line, or a quoted cell's lines together) holds at most 1 MB, and the header at most 1,000 columns: what
+ * the parser holds at once stays bounded whatever the file's shape (a 19 MB line of commas is 19 million cells).
+ */
+export const MAX_RECORD_BYTES = 1024 * 1024;
+export const MAX_COLUMNS = 1000;
 
 export class TooLarge extends HttpError {
-  constructor() {
-    super(413, `The file is larger than ${MAX_IMPORT_BYTES / 1024 / 1024} MB; split it into smaller files.`);
+  constructor(message = `The file is larger than ${MAX_IMPORT_BYTES / 1024 / 1024} MB; split it into smaller files.`) {
+    super(413, message);
   }
 }
 
@@ -17,6 +23,8 @@ export interface CsvRow {
   /** The line number a spreadsheet shows for this row (the header is line 1). */
   line: number;
   values: string[];
+  /** The row was longer than MAX_RECORD_BYTES: cut, its values are empty, and it is a row error. */
+  oversized?: true;
 }
 
 export interface CsvFile {
@@ -39,7 +47,8 @@ export type ByteSource = AsyncIterable<Buffer | string> | Readable;
  */
 export async function openCsv(source: ByteSource): Promise<CsvFile> {
   let bytes = 0;
-  const chunks = limited(source, (n) => (bytes = n));
+  const lines = new LineGuard();
+  const chunks = limited(source, lines, (n) => (bytes = n));
   const head: Buffer[] = [];
   const scan = new HeaderScan();
   while (scan.line === undefined) {
@@ -50,6 +59,10 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
     }
     head.push(next.value);
     scan.push(next.value);
+    // The guard cuts a long line, but a quote opened and never closed keeps the header line open past any line.
+    if (scan.line === undefined && scan.length > 2 * MAX_RECORD_BYTES) {
+      throw new Validation('file', `file: the header line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB, or opens a quote it never closes.`);
+    }
   }
   const headerLine = (scan.line ?? '').replace(/^\uFEFF/, '');
   if (headerLine.trim() === '') throw new Validation('file', 'file: the CSV is empty; its first line must name the columns.');
@@ -65,15 +78,30 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
   pipeline(input, parser, () => undefined);
 
   const iterator = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
-  let header: string[] | undefined;
-  const first = await nextRecord(iterator);
-  if (first.done) throw new Validation('file', 'file: the CSV is empty; its first line must name the columns.');
-  header = first.value.map((cell) => cell.trim());
+  const close = () => {
+    if (!parser.destroyed) parser.destroy();
+    if (!input.destroyed) input.destroy();
+  };
+  let header: string[];
+  try {
+    const first = await nextRecord(iterator);
+    if (first.done) throw new Validation('file', 'file: the CSV is empty; its first line must name the columns.');
+    if (lines.cuts > 0) throw new Validation('file', `file: the header line is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB.`);
+    if (first.value.length > MAX_COLUMNS) {
+      throw new Validation('file', `file: the header has ${first.value.length} columns; at most ${MAX_COLUMNS} are read.`);
+    }
+    header = first.value.map((cell) => cell.trim());
+  } catch (err) {
+    close();
+    throw err;
+  }
 
   async function* rows(): AsyncGenerator<CsvRow> {
     let count = 0;
     /** Records read, the header and empty lines included: a record's number is the line a spreadsheet shows. */
     let line = 1;
+    /** Lines the guard cut that a record has not yet shown (the guard reads ahead of the parser). */
+    let found = 0;
     try {
       for (let next = await nextRecord(iterator); !next.done; next = await nextRecord(iterator)) {
         const record = next.value;
@@ -82,11 +110,13 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
         if (++count > MAX_IMPORT_ROWS) {
           throw new Validation('file', `file: the CSV has more than ${MAX_IMPORT_ROWS} rows; split it into smaller files.`);
         }
-        yield { line, values: record };
+        if (lines.cuts > found && record.some((cell) => cell.includes(CUT_MARK))) {
+          found++;
+          yield { line, values: [], oversized: true };
+        } else yield { line, values: record };
       }
     } finally {
-      if (!parser.destroyed) parser.destroy();
-      if (!input.destroyed) input.destroy();
+      close();
     }
   }
   return { header, rows: rows(), bytesRead: () => bytes };
@@ -98,7 +128,11 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
  * `info` (its own counts) costs an object per record, a fifth of its time on a 50,000-row file.
  */
 export function csvOptions(delimiter: string): Options {
-  return { delimiter, bom: true, skip_empty_lines: false, relax_column_count: true, relax_quotes: true, trim: false };
+  return {
+    delimiter, bom: true, skip_empty_lines: false, relax_column_count: true, relax_quotes: true, trim: false,
+    // A line is cut at MAX_RECORD_BYTES before the parser sees it; this stops a quoted cell whose lines together pass it.
+    max_record_size: MAX_RECORD_BYTES + CUT_MARK.length,
+  };
 }
 
 /** csv-parse's own errors (an unclosed quote) become a 422 naming the line; size errors pass through. */
@@ -115,8 +149,11 @@ async function nextRecord<T>(iterator: AsyncIterator<T>): Promise<IteratorResult
   }
 }
 
-/** Counts the bytes as they pass and stops past the limit. A Readable is iterated without destroying it on early exit. */
-async function* limited(source: ByteSource, seen: (bytes: number) => void): AsyncGenerator<Buffer> {
+/**
+ * Counts the bytes as they pass and stops past the limit; cuts lines longer than a record may be. A Readable is iterated
+ * without destroying it on early exit.
+ */
+async function* limited(source: ByteSource, lines: LineGuard, seen: (bytes: number) => void): AsyncGenerator<Buffer> {
   const iterable = source instanceof Readable ? source.iterator({ destroyOnReturn: false }) : source;
   let total = 0;
   for await (const chunk of iterable) {
@@ -124,7 +161,89 @@ async function* limited(source: ByteSource, seen: (bytes: number) => void): Asyn
     total += buffer.length;
     seen(total);
     if (total > MAX_IMPORT_BYTES) throw new TooLarge();
-    yield buffer;
+    yield lines.pass(buffer);
+  }
+}
+
+/** Ends a line cut at MAX_RECORD_BYTES, so the row reader knows it: text no spreadsheet writes. */
+const CUT_MARK = '\u0000\uFFFEquoting:line-cut\u0000';
+const CUT_BYTES = Buffer.from(CUT_MARK);
+
+/**
+ * Passes bytes through, except that a line (up to a CR or LF, whatever the quoting) longer than MAX_RECORD_BYTES is cut
+ * there and ended with CUT_MARK, the rest of it dropped. A line is part of one record, so a record a line makes too
+ * long is too long itself; the parser never holds more than a record's bound.
+ */
+class LineGuard {
+  /** Lines cut so far. */
+  cuts = 0;
+  /** Bytes of the current line passed so far. */
+  private length = 0;
+  /** Dropping the rest of a cut line. */
+  private dropping = false;
+
+  pass(chunk: Buffer): Buffer {
+    if (!this.dropping && this.fits(chunk)) return chunk;
+    const pieces: Buffer[] = [];
+    const breaks = new LineBreaks(chunk);
+    let at = 0;
+    while (at < chunk.length) {
+      const end = breaks.next(at);
+      if (!this.dropping) {
+        const room = MAX_RECORD_BYTES - this.length;
+        const kept = Math.min(end - at, room);
+        pieces.push(chunk.subarray(at, at + kept));
+        this.length += kept;
+        if (end - at > room) {
+          this.dropping = true;
+          this.cuts++;
+        }
+      }
+      if (end === chunk.length) break;
+      if (this.dropping) pieces.push(CUT_BYTES);
+      this.dropping = false;
+      this.length = 0;
+      pieces.push(chunk.subarray(end, end + 1));
+      at = end + 1;
+    }
+    return Buffer.concat(pieces);
+  }
+
+  /** True, with the line length carried on, when no line of the chunk passes the bound (the usual case, one scan). */
+  private fits(chunk: Buffer): boolean {
+    let length = this.length;
+    const breaks = new LineBreaks(chunk);
+    let at = 0;
+    for (;;) {
+      const end = breaks.next(at);
+      length += end - at;
+      if (length > MAX_RECORD_BYTES) return false;
+      if (end === chunk.length) break;
+      length = 0;
+      at = end + 1;
+    }
+    this.length = length;
+    return true;
+  }
+}
+
+/** The CRs and LFs of a chunk in order; each kind is searched for again only once passed, so a chunk is scanned once. */
+class LineBreaks {
+  private lf: number;
+  private cr: number;
+
+  constructor(private readonly chunk: Buffer) {
+    this.lf = chunk.indexOf(10);
+    this.cr = chunk.indexOf(13);
+  }
+
+  /** The first CR or LF at or after `from`, or the chunk's length. */
+  next(from: number): number {
+    if (this.lf !== -1 && this.lf < from) this.lf = this.chunk.indexOf(10, from);
+    if (this.cr !== -1 && this.cr < from) this.cr = this.chunk.indexOf(13, from);
+    const lf = this.lf === -1 ? this.chunk.length : this.lf;
+    const cr = this.cr === -1 ? this.chunk.length : this.cr;
+    return Math.min(lf, cr);
   }
 }
 
@@ -134,6 +253,11 @@ class HeaderScan {
   private readonly decoder = new StringDecoder('utf8');
   private text = '';
   private quoted = false;
+
+  /** Characters read so far. */
+  get length(): number {
+    return this.text.length;
+  }
 
   push(chunk: Buffer): void {
     const start = this.text.length;

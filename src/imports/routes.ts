@@ -1,24 +1,31 @@
+import type { IncomingMessage } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
-import formidable from 'formidable';
+import formidable, { errors as formidableErrors } from 'formidable';
 import type { Context } from 'koa';
 import type { Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { HttpError, Validation } from '../errors.js';
 import { MAX_IMPORT_BYTES, TooLarge, type ByteSource } from './csv.js';
 import { importOut, importQuery, importUrlBody } from './schema.js';
-import { fetchCsv, importCsv, type ImportKind } from './service.js';
+import { fetchCsv, importCsv, type ImportKind, type ImportOptions } from './service.js';
 
 export function importRoutes(api: Api, { db, config }: AppDeps): void {
   const errors = {
-    413: 'The file is larger than 20 MB (also while fetching a URL)',
-    422: 'A required column is missing (the message names it), the file has more than 50,000 rows, the CSV cannot be read, a product import ran past its window, or on_error=abort and a row failed (then `data.import` holds the report)',
-    502: 'The import URL could not be fetched or answered other than 2xx',
+    408: 'The upload sent nothing for 30 s and was cut off',
+    413: 'The file is larger than 20 MB (also while fetching a URL), or a multipart body has more parts, fields or field bytes than an import needs (the message names the limit)',
+    422:
+      'A required column is missing (the message names it), the file has more than 50,000 rows, the header more than 1,000 columns or 1 MB, ' +
+      'the CSV cannot be read, the import ran past its window, or on_error=abort and a row failed (then `data.import` holds the report)',
+    502: 'The import URL could not be fetched, answered other than 2xx, broke off, or sent nothing for 30 s',
   };
   const how =
     'Send the CSV as multipart/form-data (field `file`), as a raw text/csv body, or as JSON {url} for the server to fetch (http/https, ' +
-    'private addresses refused unless in OUTBOUND_ALLOWED_CIDRS). The file is streamed, never held whole. `dry_run=1` writes nothing and reports ' +
+    'private addresses refused unless in OUTBOUND_ALLOWED_CIDRS). The file is first stored whole in a private temporary file (removed afterwards), ' +
+    'so nothing in the database waits on a slow upload; then it is read row by row. `dry_run=1` writes nothing and reports ' +
     'what would happen; `on_error=skip` (default) applies the good rows, `on_error=abort` writes nothing if any row fails. Each error names the ' +
-    'spreadsheet line (the header is line 1) and the field. Limits: 20 MB, 50,000 rows.';
+    'spreadsheet line (the header is line 1) and the field, in line order. Limits: 20 MB, 50,000 rows, 1 MB a row (a longer row is a row error), ' +
+    '1,000 columns, IMPORT_WINDOW_SECONDS (10 minutes) from the request\'s start to the end of the import, 30 s without a byte. ' +
+    'Imports of one kind into one workspace run one after another, so each report counts what that import did.';
 
   const route = (kind: ImportKind, summary: string, description: string) =>
     api.route(
@@ -27,18 +34,19 @@ export function importRoutes(api: Api, { db, config }: AppDeps): void {
         response: importOut, errors, summary, description: `${description} ${how}`,
       },
       async ({ ctx, query, body, auth }) => {
-        const upload = body.url ? { source: await fetchCsv(body.url, config.OUTBOUND_ALLOWED_CIDRS), settled: Promise.resolve() } : await uploadedFile(ctx);
+        const startedAt = Date.now();
+        const upload = body.url ? await fetchedFile(body.url, config.OUTBOUND_ALLOWED_CIDRS) : await uploadedFile(ctx);
         try {
           const report = await importCsv(db, auth.access, kind, upload.source, {
             dryRun: query.dry_run ?? false,
             onError: query.on_error ?? 'skip',
             windowSeconds: config.IMPORT_WINDOW_SECONDS,
+            startedAt,
+            from: upload.from,
           });
           return { import: report };
         } finally {
-          // A multipart body is read to its end (the rest discarded) even when the import stopped early, so the answer reaches the client.
-          if (upload.source instanceof PassThrough) upload.source.destroy();
-          await upload.settled.catch(() => undefined);
+          upload.finish();
         }
       },
     );
@@ -63,8 +71,14 @@ export function importRoutes(api: Api, { db, config }: AppDeps): void {
 
 interface Upload {
   source: ByteSource;
-  /** Settles when the request body has been read (multipart) or at once. */
-  settled: Promise<unknown>;
+  from: NonNullable<ImportOptions['from']>;
+  /** Called once the import is over: what is left of a request body is read and discarded, so the answer reaches the client. */
+  finish(): void;
+}
+
+async function fetchedFile(url: string, allowedCidrs: string[]): Promise<Upload> {
+  const response = await fetchCsv(url, allowedCidrs);
+  return { source: response, from: { what: 'the import URL', failureStatus: 502, owned: response }, finish: () => response.destroy() };
 }
 
 const csvTypes = ['text/csv', 'text/plain', 'application/csv', 'text/comma-separated-values', 'application/vnd.ms-excel', 'application/octet-stream'];
@@ -72,22 +86,57 @@ const csvTypes = ['text/csv', 'text/plain', 'application/csv', 'text/comma-separ
 /** The request body as the CSV's bytes: raw (text/csv and kin) or the `file` part of a multipart body, streamed. */
 async function uploadedFile(ctx: Context): Promise<Upload> {
   if (Number(ctx.get('content-length') || 0) > MAX_IMPORT_BYTES) throw new TooLarge();
-  if (ctx.is('multipart')) return multipartFile(ctx);
-  if (ctx.is(csvTypes)) return { source: ctx.req, settled: Promise.resolve() };
+  const finish = () => drain(ctx.req);
+  if (ctx.is('multipart')) return multipartFile(ctx, finish);
+  if (ctx.is(csvTypes)) return { source: ctx.req, from: { what: 'the upload', failureStatus: 408 }, finish };
   throw new Validation('file', 'file is required: send the CSV as multipart/form-data (field "file"), as a text/csv body, or JSON {"url": "..."}.');
 }
 
+/** Reads what is left of a request body into nothing (a client still sending would not read an answer sent meanwhile). */
+function drain(req: IncomingMessage): void {
+  if (req.complete || req.destroyed) return;
+  req.removeAllListeners('data');
+  req.on('error', () => undefined);
+  req.resume();
+}
+
+/** Each of formidable's refusals as a client's error naming the limit hit. */
+function multipartError(err: { code?: number; httpCode?: number; message?: string }): HttpError {
+  switch (err.code) {
+    case formidableErrors.maxFieldsExceeded:
+      return new TooLarge(`The multipart body has more than ${MAX_FIELDS} form fields; send the file in the field "file" and the options in the query.`);
+    case formidableErrors.maxFieldsSizeExceeded:
+      return new TooLarge(`The multipart body's form fields hold more than ${MAX_IMPORT_BYTES / 1024 / 1024} MB.`);
+    case formidableErrors.maxFilesExceeded:
+      return new TooLarge('The multipart body has more than one file; send one file in the field "file".');
+    case formidableErrors.biggerThanMaxFileSize:
+    case formidableErrors.biggerThanTotalMaxFileSize:
+      return new TooLarge();
+    case formidableErrors.aborted:
+      return new HttpError(400, 'The upload was interrupted before its end; nothing was imported.');
+    default:
+      return new HttpError(400, `The multipart body could not be read: ${err.message ?? 'malformed'}.`);
+  }
+}
+
+/** An import's form needs the file alone; a few fields more are let through (a form's submit button, say). */
+const MAX_FIELDS = 100;
+
 /**
  * formidable (koa-body's multipart parser) hands the `file` part to a PassThrough as it arrives; it
- * waits for each write to be taken, so the upload flows at the pace the import reads it.
+ * waits for each write to be taken, so the upload flows at the pace the spool writes it. Every failure of
+ * the body reaches the reader of the PassThrough, or nobody: the stream always has an error listener.
  */
-async function multipartFile(ctx: Context): Promise<Upload> {
+async function multipartFile(ctx: Context, finish: () => void): Promise<Upload> {
   const pass = new PassThrough();
+  pass.on('error', () => undefined);
   let fileStarted!: (started: boolean) => void;
   const started = new Promise<boolean>((resolve) => (fileStarted = resolve));
   const form = formidable({
     maxFiles: 1,
-    maxFileSize: 2 * MAX_IMPORT_BYTES, // our own byte count answers 413 first; formidable's limit is a backstop
+    maxFields: MAX_FIELDS,
+    maxFieldsSize: MAX_IMPORT_BYTES,
+    maxFileSize: 2 * MAX_IMPORT_BYTES, // the spool's own byte count answers 413 first; formidable's limit is a backstop
     allowEmptyFiles: true,
     minFileSize: 0,
     filter: ({ name }) => name === 'file',
@@ -102,16 +151,23 @@ async function multipartFile(ctx: Context): Promise<Upload> {
       pass.end();
       return fields;
     },
-    (err: { httpCode?: number; message?: string }) => {
+    (err: { code?: number; httpCode?: number; message?: string }) => {
       fileStarted(false);
-      const failure = err.httpCode === 413 ? new TooLarge() : new HttpError(400, `The multipart body could not be read: ${err.message ?? 'malformed'}.`);
+      const failure = multipartError(err);
       pass.destroy(failure);
       throw failure;
     },
   );
-  if (await started) return { source: pass, settled: parsed };
-  const fields = await parsed;
-  const text = fields.file?.[0];
-  if (typeof text === 'string') return { source: Readable.from([Buffer.from(text)]), settled: parsed };
+  // The import learns of a failure from the PassThrough; the promise's own rejection is handled here.
+  parsed.catch(() => undefined);
+  const upload = (source: ByteSource): Upload => ({ source, from: { what: 'the upload', failureStatus: 408, owned: pass }, finish });
+  if (await started) return upload(pass);
+  try {
+    const fields = await parsed;
+    const text = fields.file?.[0];
+    if (typeof text === 'string') return upload(Readable.from([Buffer.from(text)]));
+  } finally {
+    finish();
+  }
   throw new Validation('file', 'file is required: send the CSV in the multipart field "file".');
 }

@@ -7,9 +7,10 @@ import type { Access } from '../access.js';
 import { HttpError, Validation } from '../errors.js';
 import { log } from '../log.js';
 import { outboundAgents, outboundPolicy, OutboundRefused } from '../webhooks/outbound.js';
-import { MAX_IMPORT_BYTES, openCsv, TooLarge, type ByteSource, type CsvRow } from './csv.js';
+import { MAX_IMPORT_BYTES, MAX_RECORD_BYTES, openCsv, TooLarge, type ByteSource, type CsvRow } from './csv.js';
 import { orderImporter } from './orders.js';
 import { productImporter } from './products.js';
+import { spool, type Spooled, type SpoolOptions } from './spool.js';
 import { emptyReport, type BatchWrite, type Importer, type ImportReport } from './report.js';
 
 export type ImportKind = 'products' | 'orders';
@@ -27,8 +28,12 @@ export interface ImportOptions {
   dryRun?: boolean;
   /** skip (default): apply the good rows; abort: write nothing if any row fails (422). */
   onError?: 'skip' | 'abort';
-  /** Product imports stop past this window and write nothing (IMPORT_WINDOW_SECONDS, spec §8: 10 minutes). */
+  /** An import stops past this window and writes nothing (IMPORT_WINDOW_SECONDS, spec §8: 10 minutes). */
   windowSeconds: number;
+  /** Epoch ms the window counts from: the request's start (default: now). */
+  startedAt?: number;
+  /** What the bytes come from, for the errors when they stop coming (default: a local file). */
+  from?: Pick<SpoolOptions, 'what' | 'failureStatus' | 'owned'>;
   /** Called after each batch. */
   onProgress?: (progress: ImportProgress) => void;
   /** Aborting stops the import; nothing is written. */
@@ -46,83 +51,125 @@ const BATCH_ROWS = 2000;
 class Rollback extends Error {}
 
 /**
- * Imports a CSV of products or orders into the workspace. The import owns its transaction, since
- * only the outcome decides between commit and rollback: a dry run, an `abort` import with a failed
- * row, a file over the limits, a product import past its window, or an abort signal all roll back,
- * so nothing is ever half-written. Rows stream through the CSV reader and are written a batch at a time.
- * After a commit that created rows, the grown tables are analysed, so plans see the new sizes at once.
+ * Imports a CSV of products or orders into the workspace. The file is spooled first (see spool.ts): no transaction
+ * or connection waits while it arrives. Then the import owns its transaction, since only the outcome decides between
+ * commit and rollback: a dry run, an `abort` import with a failed row, a file over the limits, an import past its
+ * window, or an abort signal all roll back, so nothing is ever half-written. Rows stream from the spooled file and
+ * are written a batch at a time. Imports of one kind into one workspace run one at a time (in this process, then
+ * across processes by a transaction's advisory lock), so each one's counts say what it did itself. After a commit
+ * that created rows, the grown tables are analysed, so plans see the new sizes at once.
  */
 export async function importCsv(db: Knex, access: Access, kind: ImportKind, source: ByteSource, options: ImportOptions): Promise<ImportReport> {
-  const csv = await openCsv(source);
-  const importer: Importer = kind === 'products' ? productImporter(csv.header) : orderImporter(csv.header);
-  const report = emptyReport();
-  const deadline = kind === 'products' ? Date.now() + options.windowSeconds * 1000 : Infinity;
-  const checkpoint = () => {
-    if (options.signal?.aborted) throw new HttpError(499, 'The import was interrupted; nothing was written.');
-    if (Date.now() >= deadline) {
-      throw new HttpError(422, `The product import ran past its ${describeWindow(options.windowSeconds)} window and was stopped; nothing was written. Split the file and import the parts.`);
-    }
-  };
-  const progress = () => options.onProgress?.({ rows: report.rows, failed: report.failed, bytes: csv.bytesRead() });
-  let committed = false;
+  const deadline = (options.startedAt ?? Date.now()) + options.windowSeconds * 1000;
+  const pastWindow = () =>
+    new HttpError(422, `The import ran past its ${describeWindow(options.windowSeconds)} window and was stopped; nothing was written. Split the file and import the parts.`);
+  const spooled = await spool(source, { deadline, pastDeadline: pastWindow, what: 'the file', failureStatus: 408, ...options.from });
   try {
-    await db.transaction(async (trx) => {
-      // One batch is written while the next is read and validated (node and PostgreSQL each on a core).
-      let writing: Promise<void> = Promise.resolve();
-      const start = (write: BatchWrite) => {
-        writing = writing.then(async () => {
-          checkpoint();
-          await write(trx, access, report);
-          progress();
-        });
-        // Awaited before the next batch and at the end; this keeps a failure meanwhile from counting as unhandled.
-        writing.catch(() => undefined);
-      };
-      try {
-        let batch: CsvRow[] = [];
-        for await (const row of csv.rows) {
-          batch.push(row);
-          if (batch.length < BATCH_ROWS) continue;
-          const write = importer.prepare(batch, false);
-          batch = [];
-          await writing;
-          start(write);
-        }
-        const write = importer.prepare(batch, true);
-        await writing;
-        start(write);
-        await writing;
-      } finally {
-        // Whatever failed, no statement of this transaction is still running when it ends.
-        await writing.catch(() => undefined);
-      }
-      checkpoint();
-      if (options.dryRun || (options.onError === 'abort' && report.failed > 0)) throw new Rollback();
-    });
-    committed = true;
-  } catch (err) {
-    if (!(err instanceof Rollback)) throw err;
+    return await oneAtATime(`${kind}:${access.workspaceId}`, () => importSpooled(db, access, kind, spooled, options, deadline, pastWindow));
+  } finally {
+    await spooled.remove();
   }
-  if (committed && report.created > 0) {
-    // Table names are constants of the importers. VACUUM runs outside a transaction, one table a statement.
-    const statements = [`analyze ${importer.tables.join(', ')}`, ...importer.rewritten.map((table) => `vacuum (analyze) ${table}`)];
-    for (const statement of statements) {
-      await db.raw(statement).catch((err: unknown) => log.warn('statistics after import failed', { statement, error: (err as Error).message }));
-    }
-  }
-  // A dry run answers as the real import would: with on_error=abort and a failed row, that is this 422.
-  if (options.onError === 'abort' && report.failed > 0) {
-    throw new HttpError(422, `${report.failed} of ${report.rows} rows failed, so nothing was imported (on_error=abort).`, { import: report });
-  }
-  return report;
 }
 
-/** An upstream that breaks off mid-body is an upstream failure (502), like one that never answers. */
-async function* upstream(response: Readable): AsyncGenerator<Buffer> {
+async function importSpooled(
+  db: Knex,
+  access: Access,
+  kind: ImportKind,
+  spooled: Spooled,
+  options: ImportOptions,
+  deadline: number,
+  pastWindow: () => HttpError,
+): Promise<ImportReport> {
+  const file = spooled.read();
   try {
-    for await (const chunk of response) yield chunk as Buffer;
-  } catch (err) {
-    throw new HttpError(502, `Fetching the import URL failed while reading it: ${(err as Error).message}.`);
+    const csv = await openCsv(file);
+    const importer: Importer = kind === 'products' ? productImporter(csv.header) : orderImporter(csv.header);
+    const report = emptyReport();
+    const checkpoint = () => {
+      if (options.signal?.aborted) throw new HttpError(499, 'The import was interrupted; nothing was written.');
+      if (Date.now() >= deadline) throw pastWindow();
+    };
+    const progress = () => options.onProgress?.({ rows: report.rows, failed: report.failed, bytes: csv.bytesRead() });
+    let committed = false;
+    try {
+      await db.transaction(async (trx) => {
+        checkpoint();
+        await trx.raw('select pg_advisory_xact_lock(hashtext(?), ?)', [`quoting:import:${kind}`, access.workspaceId]);
+        // One batch is written while the next is read and validated (node and PostgreSQL each on a core).
+        let writing: Promise<void> = Promise.resolve();
+        const start = (write: BatchWrite) => {
+          writing = writing.then(async () => {
+            checkpoint();
+            await write(trx, access, report);
+            progress();
+          });
+          // Awaited before the next batch and at the end; this keeps a failure meanwhile from counting as unhandled.
+          writing.catch(() => undefined);
+        };
+        try {
+          let batch: CsvRow[] = [];
+          let read = 0;
+          for await (const row of csv.rows) {
+            // The window is checked while a batch is read too, not only between batches.
+            if (++read % 256 === 0) checkpoint();
+            if (row.oversized) {
+              report.rows++;
+              report.failed++;
+              report.errors.push({ row: row.line, field: 'row', message: `row: line ${row.line} is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB and was not read.` });
+              continue;
+            }
+            batch.push(row);
+            if (batch.length < BATCH_ROWS) continue;
+            const write = importer.prepare(batch, false);
+            batch = [];
+            await writing;
+            start(write);
+          }
+          const write = importer.prepare(batch, true);
+          await writing;
+          start(write);
+          await writing;
+        } finally {
+          // Whatever failed, no statement of this transaction is still running when it ends.
+          await writing.catch(() => undefined);
+        }
+        checkpoint();
+        if (options.dryRun || (options.onError === 'abort' && report.failed > 0)) throw new Rollback();
+      });
+      committed = true;
+    } catch (err) {
+      if (!(err instanceof Rollback)) throw err;
+    }
+    // Checks of the fields come before checks against the database within a batch; the report lists lines in order.
+    report.errors.sort((a, b) => a.row - b.row);
+    if (committed && report.created > 0) {
+      // Table names are constants of the importers. VACUUM runs outside a transaction, one table a statement.
+      const statements = [`analyze ${importer.tables.join(', ')}`, ...importer.rewritten.map((table) => `vacuum (analyze) ${table}`)];
+      for (const statement of statements) {
+        await db.raw(statement).catch((err: unknown) => log.warn('statistics after import failed', { statement, error: (err as Error).message }));
+      }
+    }
+    // A dry run answers as the real import would: with on_error=abort and a failed row, that is this 422.
+    if (options.onError === 'abort' && report.failed > 0) {
+      throw new HttpError(422, `${report.failed} of ${report.rows} rows failed, so nothing was imported (on_error=abort).`, { import: report });
+    }
+    return report;
+  } finally {
+    file.destroy();
+  }
+}
+
+const queues = new Map<string, Promise<unknown>>();
+
+/** Runs `task` after every earlier task of the same key in this process has settled. */
+async function oneAtATime<T>(key: string, task: () => Promise<T>): Promise<T> {
+  const run = (queues.get(key) ?? Promise.resolve()).then(task, task);
+  const settled = run.catch(() => undefined);
+  queues.set(key, settled);
+  try {
+    return await run;
+  } finally {
+    if (queues.get(key) === settled) queues.delete(key);
   }
 }
 
@@ -134,9 +181,9 @@ function describeWindow(seconds: number): string {
  * The CSV at a URL, fetched under the webhooks' outbound address policy (private, loopback and
  * link-local addresses refused unless in OUTBOUND_ALLOWED_CIDRS, checked on the address connected
  * to). A non-2xx answer or a network failure is 502; a refused address is 422 naming `url`; a body
- * over 20 MB is 413 (the byte count in openCsv stops it while streaming).
+ * over 20 MB is 413 (the spool's byte count stops it while streaming).
  */
-export async function fetchCsv(url: string, allowedCidrs: string[], timeoutMs = 30_000): Promise<AsyncIterable<Buffer>> {
+export async function fetchCsv(url: string, allowedCidrs: string[], timeoutMs = 30_000): Promise<Readable> {
   const check = outboundPolicy(allowedCidrs);
   const target = new URL(url);
   const literal = target.hostname.replace(/^\[|\]$/g, '');
@@ -173,7 +220,7 @@ export async function fetchCsv(url: string, allowedCidrs: string[], timeoutMs = 
       }
       response.on('close', done);
       response.on('error', () => done());
-      resolve(upstream(response));
+      resolve(response);
     });
   });
 }
