@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { PassThrough, Readable } from 'node:stream';
+import { PassThrough, Readable, Writable } from 'node:stream';
 import formidable, { errors as formidableErrors } from 'formidable';
 import type { Context } from 'koa';
 import type { Api } from '../http/api.js';
@@ -125,11 +125,19 @@ const MAX_FIELDS = 100;
 /**
  * formidable (koa-body's multipart parser) hands the `file` part to a PassThrough as it arrives; it
  * waits for each write to be taken, so the upload flows at the pace the spool writes it. Every failure of
- * the body reaches the reader of the PassThrough, or nobody: the stream always has an error listener.
+ * the body reaches the reader of the PassThrough, or nobody: both streams always have an error listener.
  */
 async function multipartFile(ctx: Context, finish: () => void): Promise<Upload> {
   const pass = new PassThrough();
   pass.on('error', () => undefined);
+  // formidable destroys its file stream, without a reason, as it fails; the PassThrough then ends with the reason.
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      if (pass.write(chunk)) callback();
+      else pass.once('drain', () => callback());
+    },
+  });
+  sink.on('error', () => undefined);
   let fileStarted!: (started: boolean) => void;
   const started = new Promise<boolean>((resolve) => (fileStarted = resolve));
   const form = formidable({
@@ -142,7 +150,7 @@ async function multipartFile(ctx: Context, finish: () => void): Promise<Upload> 
     filter: ({ name }) => name === 'file',
     fileWriteStreamHandler: () => {
       fileStarted(true);
-      return pass;
+      return sink;
     },
   });
   const parsed = form.parse(ctx.req).then(

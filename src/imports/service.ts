@@ -218,6 +218,8 @@ export async function fetchCsv(url: string, allowedCidrs: string[], timeoutMs = 
         done();
         return reject(new TooLarge());
       }
+      // From here the spool's own silence timer bounds the body (its error says so); the socket's would race it.
+      request.setTimeout(0);
       response.on('close', done);
       response.on('error', () => done());
       resolve(response);
