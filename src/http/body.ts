@@ -1,5 +1,11 @@
 import type { Context, Next } from 'koa';
+import { errors as formidableErrors } from 'formidable';
 import { koaBody } from 'koa-body';
+import { HttpError } from '../errors.js';
+
+/** What a form may hold on any route but the imports (which take a file, see src/imports/routes.ts). */
+const FORM_FIELDS = 1000;
+const FORM_BYTES = 2 * 1024 * 1024;
 
 const parser = koaBody({
   json: true,
@@ -11,13 +17,42 @@ const parser = koaBody({
   jsonLimit: '2mb',
   formLimit: '2mb',
   textLimit: '21mb',
-  formidable: { maxFileSize: 20 * 1024 * 1024 },
-  // A malformed body is read as an empty one, so the handler reports the missing field (422).
+  // No route but the imports takes a file: a file part is skipped unread, never written to a temporary file.
+  formidable: { maxFields: FORM_FIELDS, maxFieldsSize: FORM_BYTES, filter: () => false },
+  // A malformed body is read as an empty one, so the handler reports the missing field (422); a body over a limit is 413 naming it.
   onError: (err, ctx) => {
+    const refusal = multipartRefusal(err as FormidableFailure, { fields: FORM_FIELDS, fieldBytes: FORM_BYTES });
+    if (refusal.status === 413) throw refusal;
     if ((err as { status?: number }).status === 413) throw err;
     (ctx.request as { body?: unknown }).body = {};
   },
 });
+
+export interface FormidableFailure {
+  code?: number;
+  httpCode?: number;
+  message?: string;
+}
+
+/** Each of formidable's refusals as a client's error naming the limit that was hit (fields, field bytes, files, bytes, or none: malformed). */
+export function multipartRefusal(err: FormidableFailure, limits: { fields: number; fieldBytes: number; fileBytes?: number }): HttpError {
+  const mb = (bytes: number) => `${bytes / 1024 / 1024} MB`;
+  switch (err.code) {
+    case formidableErrors.maxFieldsExceeded:
+      return new HttpError(413, `The multipart body has more than ${limits.fields} form fields.`);
+    case formidableErrors.maxFieldsSizeExceeded:
+      return new HttpError(413, `The multipart body's form fields hold more than ${mb(limits.fieldBytes)}.`);
+    case formidableErrors.maxFilesExceeded:
+      return new HttpError(413, 'The multipart body has more than one file.');
+    case formidableErrors.biggerThanMaxFileSize:
+    case formidableErrors.biggerThanTotalMaxFileSize:
+      return new HttpError(413, `The file is larger than ${mb(limits.fileBytes ?? 0)}; split it into smaller files.`);
+    case formidableErrors.aborted:
+      return new HttpError(400, 'The body was interrupted before its end.');
+    default:
+      return new HttpError(400, `The multipart body could not be read: ${err.message ?? 'malformed'}.`);
+  }
+}
 
 /**
  * Parses JSON, form-encoded and multipart bodies into `ctx.request.body` as one plain object.

@@ -3,6 +3,7 @@ import { PassThrough, Readable, Writable } from 'node:stream';
 import formidable, { errors as formidableErrors } from 'formidable';
 import type { Context } from 'koa';
 import type { Api } from '../http/api.js';
+import { multipartRefusal, type FormidableFailure } from '../http/body.js';
 import type { AppDeps } from '../http/deps.js';
 import { HttpError, Validation } from '../errors.js';
 import { MAX_IMPORT_BYTES, TooLarge, type ByteSource } from './csv.js';
@@ -100,23 +101,12 @@ function drain(req: IncomingMessage): void {
   req.resume();
 }
 
-/** Each of formidable's refusals as a client's error naming the limit hit. */
-function multipartError(err: { code?: number; httpCode?: number; message?: string }): HttpError {
-  switch (err.code) {
-    case formidableErrors.maxFieldsExceeded:
-      return new TooLarge(`The multipart body has more than ${MAX_FIELDS} form fields; send the file in the field "file" and the options in the query.`);
-    case formidableErrors.maxFieldsSizeExceeded:
-      return new TooLarge(`The multipart body's form fields hold more than ${MAX_IMPORT_BYTES / 1024 / 1024} MB.`);
-    case formidableErrors.maxFilesExceeded:
-      return new TooLarge('The multipart body has more than one file; send one file in the field "file".');
-    case formidableErrors.biggerThanMaxFileSize:
-    case formidableErrors.biggerThanTotalMaxFileSize:
-      return new TooLarge();
-    case formidableErrors.aborted:
-      return new HttpError(400, 'The upload was interrupted before its end; nothing was imported.');
-    default:
-      return new HttpError(400, `The multipart body could not be read: ${err.message ?? 'malformed'}.`);
-  }
+/** A refusal of the multipart body, with the import's own words where they help. */
+function multipartError(err: FormidableFailure): HttpError {
+  const refusal = multipartRefusal(err, { fields: MAX_FIELDS, fieldBytes: MAX_IMPORT_BYTES, fileBytes: MAX_IMPORT_BYTES });
+  if (err.code === formidableErrors.maxFieldsExceeded) return new TooLarge(`${refusal.message.slice(0, -1)}; send the file in the field "file" and the options in the query.`);
+  if (err.code === formidableErrors.aborted) return new HttpError(400, 'The upload was interrupted before its end; nothing was imported.');
+  return refusal;
 }
 
 /** An import's form needs the file alone; a few fields more are let through (a form's submit button, say). */
@@ -159,7 +149,7 @@ async function multipartFile(ctx: Context, finish: () => void): Promise<Upload> 
       pass.end();
       return fields;
     },
-    (err: { code?: number; httpCode?: number; message?: string }) => {
+    (err: FormidableFailure) => {
       fileStarted(false);
       const failure = multipartError(err);
       pass.destroy(failure);
