@@ -1,7 +1,7 @@
 /**
  * The server's memory on files of a hostile shape, on the embedded database (`node bin/quoting serve`): a 19 MB
  * line of commas after a valid header (19 million empty cells), a 19 MB header of commas, and, as the baseline
- * doing the same work on a file of a usual shape, 19 MB of ordinary product rows. Each is posted as raw text/csv
+ * doing the same work on a file of a usual shape, 19 MB of ordinary product rows (50,000, the most a file holds). Each is posted as raw text/csv
  * to `POST /api/v1/products/import?dry_run=1` (nothing is written, so every round meets the same database), in
  * alternating rounds (baseline, commas, header, baseline, ...); then `--parallel` (6) of the line of commas at
  * once. The server's RSS is sampled during each request: growth = peak − RSS before the request. Target: every
@@ -26,18 +26,19 @@ const size = Number(values.mb) * MB;
 const TARGET_MB = 150;
 
 function writeFiles(dir: string): Record<string, string> {
-  const header = 'product_sku,name,variant_sku,price\n';
+  const header = 'product_sku,name,variant_sku,price,description\n';
   const files: Record<string, string> = {
     baseline: path.join(dir, 'rows.csv'),
     commas: path.join(dir, 'commas.csv'),
     header: path.join(dir, 'header.csv'),
   };
+  // 50,000 rows (the most a file may hold), each as wide as makes the file `size` bytes.
+  const count = 50_000;
+  const width = Math.max(0, Math.floor(size / count) - 48);
   const rows: string[] = [];
-  let bytes = header.length;
-  for (let i = 0; bytes < size; i++) {
-    const row = `P-${i},A product of an ordinary shape number ${i},V-${i},${(i % 97) + 1}.50`;
-    rows.push(row);
-    bytes += row.length + 1;
+  for (let i = 0; i < count; i++) {
+    const row = `P-${i},Product ${i},V-${i},${(i % 97) + 1}.50,`;
+    rows.push(row + 'd'.repeat(Math.max(1, width)));
   }
   fs.writeFileSync(files.baseline, header + rows.join('\n') + '\n');
   fs.writeFileSync(files.commas, `${header}P-1,Tee,V-1,1.00\n${','.repeat(size)}\nP-2,Cap,V-2,2.00\n`);

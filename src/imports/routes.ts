@@ -103,10 +103,11 @@ function drain(req: IncomingMessage): void {
 
 /** A refusal of the multipart body, with the import's own words where they help. */
 function multipartError(err: FormidableFailure): HttpError {
-  const refusal = multipartRefusal(err, { fields: MAX_FIELDS, fieldBytes: MAX_IMPORT_BYTES, fileBytes: MAX_IMPORT_BYTES });
-  if (err.code === formidableErrors.maxFieldsExceeded) return new TooLarge(`${refusal.message.slice(0, -1)}; send the file in the field "file" and the options in the query.`);
+  if (err.code === formidableErrors.maxFieldsExceeded) {
+    return new TooLarge(`The multipart body has more than ${MAX_FIELDS} form fields; send the file in the field "file" and the options in the query.`);
+  }
   if (err.code === formidableErrors.aborted) return new HttpError(400, 'The upload was interrupted before its end; nothing was imported.');
-  return refusal;
+  return multipartRefusal(err, { fields: MAX_FIELDS, fieldBytes: MAX_IMPORT_BYTES, fileBytes: MAX_IMPORT_BYTES });
 }
 
 /** An import's form needs the file alone; a few fields more are let through (a form's submit button, say). */
