@@ -57,12 +57,15 @@ async function post(url: string, cookie: string, file: string): Promise<number> 
   return res.status;
 }
 
-/** Peak RSS growth of the server while `work` runs, in bytes. */
+const peaks: number[] = [];
+
+/** Peak RSS growth of the server while `work` runs, in bytes (each peak is kept for the run's highest). */
 async function growth(pid: number, work: () => Promise<unknown>): Promise<number> {
   const before = readStatus(pid, 'VmRSS');
   const sampler = await startSampler(pid, 10);
   await work();
   const { peak } = await sampler.stop();
+  peaks.push(peak);
   return Math.max(0, peak - before);
 }
 
@@ -73,6 +76,7 @@ runBench(async () => {
   const server = await startEmbedded(await freshDataDir(), {}, values.quoting);
   const pid = server.child.pid!;
   const { cookie } = await signUp(server.url);
+  const startRss = readStatus(pid, 'VmRSS');
   note(`load average before: ${loadAverage()}; server ${values.quoting}`);
 
   const measured: Record<string, number[]> = { baseline: [], commas: [], header: [] };
@@ -97,5 +101,5 @@ runBench(async () => {
     row('header', 'a header of commas'),
     [`${parallel} lines of commas at once`, '', mb(together), together / MB < TARGET_MB ? 'yes' : 'NO'],
   ]);
-  note(`/healthz after: ${health.status}; load average after: ${loadAverage()}`);
+  note(`server RSS: ${mb(startRss)} after sign-up, ${mb(Math.max(...peaks))} at its highest; /healthz after: ${health.status}; load average after: ${loadAverage()}`);
 });
