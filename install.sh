@@ -6,6 +6,9 @@ readonly NODE_MIN_MAJOR=20 NODE_MIN_MINOR=19
 readonly APP_USER=quoting
 readonly PROGRAM_DIR=/opt/quoting CONFIG_DIR=/etc/quoting DATA_DIR=/var/lib/quoting
 readonly ENV_FILE=/etc/quoting/quoting.env UNIT_DIR=/etc/systemd/system CRON_FILE=/etc/cron.d/quoting WRAPPER=/usr/local/bin/quoting
+readonly CADDY_DIR=/etc/caddy DEFAULT_MEMORY_MAX=1G
+# The migrations need PostgreSQL 15 (`on delete set null (column)`).
+readonly POSTGRES_MIN_MAJOR=15
 
 usage() {
   cat <<'EOF'
@@ -16,8 +19,14 @@ place (new code, migrate, restart; settings, data and secrets are kept). Ends by
 
 Options:
   --url URL            public base URL (APP_URL), e.g. https://quotes.example.com (first install only)
+  --domain NAME        serve https://NAME through Caddy (installed from the distribution; automatic HTTPS):
+                       sets APP_URL=https://NAME and TRUST_PROXY=1 (also on a re-run)
   --port N             port `quoting serve` listens on, on 127.0.0.1 (first install only; default 3000)
-  --with-postgres      install PostgreSQL from the distribution and create the quoting role and database
+  --signup MODE        closed (the default of a first install) or open: whether anyone may sign up
+  --memory-max SIZE    memory ceiling of the service (systemd MemoryMax, e.g. 768M; default 1G; kept on a re-run)
+  --with-postgres      install PostgreSQL 15+ from the distribution and create the quoting role and database
+  --restore FILE       with --with-postgres: load this `quoting backup` (of the embedded database) into the new
+                       PostgreSQL database before the service is switched to it
   --worker KIND        how `quoting worker` runs on PostgreSQL: timer (systemd, every minute; the default),
                        cron (every minute; the default without systemd) or watch (a `worker --watch` unit)
   --from TARBALL       install this source tarball (e.g. from `git archive`) instead of the tree install.sh is in
@@ -28,17 +37,23 @@ Options:
   -h, --help           show this help
 
 Creates: the `quoting` system user, the program in /opt/quoting, settings in /etc/quoting/quoting.env
-(generated MIGRATE_TOKEN and ADMIN_API_KEY, mode 0640, root:quoting), data in /var/lib/quoting,
+(generated MIGRATE_TOKEN and ADMIN_API_KEY, SIGNUP=closed, mode 0640, root:quoting), data in /var/lib/quoting,
 quoting.service (`quoting serve`), on PostgreSQL the worker timer, cron entry or watch unit, and
-/usr/local/bin/quoting (runs the CLI as the quoting user with these settings).
+/usr/local/bin/quoting (runs the CLI as the quoting user with these settings), and with --domain
+/etc/caddy/quoting.caddy (imported by /etc/caddy/Caddyfile).
 EOF
 }
 
-url='' port=3000 with_postgres=0 worker_kind='' from='' root='' dry_run=0 uninstall=0 purge=0
+url='' domain='' port=3000 signup='' memory_max='' with_postgres=0 restore='' worker_kind='' from='' root='' dry_run=0 uninstall=0 purge=0
 
 die() {
   echo "install.sh: $*" >&2
   exit 1
+}
+
+usage_error() {
+  echo "install.sh: $*" >&2
+  exit 2
 }
 
 while [ $# -gt 0 ]; do
@@ -46,9 +61,17 @@ while [ $# -gt 0 ]; do
     -h | --help) usage; exit 0 ;;
     --url) url=${2:?--url needs a value}; shift ;;
     --url=*) url=${1#*=} ;;
+    --domain) domain=${2:?--domain needs a value}; shift ;;
+    --domain=*) domain=${1#*=} ;;
     --port) port=${2:?--port needs a value}; shift ;;
     --port=*) port=${1#*=} ;;
+    --signup) signup=${2:?--signup needs a value}; shift ;;
+    --signup=*) signup=${1#*=} ;;
+    --memory-max) memory_max=${2:?--memory-max needs a value}; shift ;;
+    --memory-max=*) memory_max=${1#*=} ;;
     --with-postgres) with_postgres=1 ;;
+    --restore) restore=${2:?--restore needs a value}; shift ;;
+    --restore=*) restore=${1#*=} ;;
     --worker) worker_kind=${2:?--worker needs a value}; shift ;;
     --worker=*) worker_kind=${1#*=} ;;
     --from) from=${2:?--from needs a value}; shift ;;
@@ -73,6 +96,17 @@ if [ -n "$url" ] && ! [[ "$url" =~ ^https?://[^/[:space:]]+(/[^[:space:]]*)?$ ]]
   exit 2
 fi
 [ "$purge" = 0 ] || [ "$uninstall" = 1 ] || { echo "install.sh: --purge goes with --uninstall" >&2; exit 2; }
+if [ -n "$domain" ]; then
+  [[ "$domain" =~ ^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$ ]] ||
+    usage_error "--domain expects a host name such as quotes.example.com"
+  [ -z "$url" ] || usage_error "--domain sets APP_URL to https://$domain: leave out --url"
+  url=https://$domain
+fi
+case "$signup" in '' | open | closed) ;; *) usage_error "--signup expects open or closed" ;; esac
+if [ -n "$memory_max" ] && ! [[ "$memory_max" =~ ^([1-9][0-9]*[KMGT]?|[1-9][0-9]?%|infinity)$ ]]; then
+  usage_error "--memory-max expects a size such as 1G or 768M (or infinity)"
+fi
+[ -z "$restore" ] || [ "$with_postgres" = 1 ] || usage_error "--restore goes with --with-postgres"
 
 # In --root mode every path is under the staging root and nothing outside it is touched or started.
 staged=0
@@ -156,7 +190,9 @@ quoting() {
 check_os() {
   step "Checking the system"
   if [ "$staged" = 0 ] && [ "$(id -u)" != 0 ]; then
-    die "run as root (sudo bash install.sh ...), or with --root DIR to stage the files"
+    [ "$dry_run" = 1 ] || die "run as root (sudo bash install.sh ...), or with --root DIR to stage the files"
+    note "not root: a real run needs root (sudo); this dry run only reads"
+    [ ! -e "$ENV_FILE" ] || [ -r "$ENV_FILE" ] || die "$ENV_FILE is there but not readable by $(id -un): run the dry run as root to see what a re-run would do"
   fi
   local id='' version=''
   if [ -r /etc/os-release ]; then
@@ -190,12 +226,19 @@ apt_install() {
   run env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
 }
 
-# The distribution's nodejs version when it is new enough (the package lists refreshed first).
-distro_node() {
-  if [ "$dry_run" = 0 ] && apt-get update -q > /dev/null 2>&1; then apt_updated=1; fi
+# The version apt would install of a package ('' when none), the package lists refreshed first (not in a dry run).
+apt_candidate() {
+  if [ "$dry_run" = 0 ] && [ "$apt_updated" = 0 ] && apt-get update -q > /dev/null 2>&1; then apt_updated=1; fi
   local candidate
-  candidate=$(apt-cache policy nodejs 2> /dev/null | sed -n 's/^ *Candidate: *//p')
-  [ -n "$candidate" ] && [ "$candidate" != "(none)" ] && dpkg --compare-versions "$candidate" ge "$NODE_MIN_MAJOR.$NODE_MIN_MINOR" && echo "$candidate"
+  candidate=$(apt-cache policy "$1" 2> /dev/null | sed -n 's/^ *Candidate: *//p' | head -n 1)
+  [ "$candidate" = "(none)" ] || echo "$candidate"
+}
+
+# The distribution's nodejs version when it is new enough.
+distro_node() {
+  local candidate
+  candidate=$(apt_candidate nodejs)
+  [ -n "$candidate" ] && dpkg --compare-versions "$candidate" ge "$NODE_MIN_MAJOR.$NODE_MIN_MINOR" && echo "$candidate"
 }
 
 check_node() {
@@ -216,6 +259,91 @@ check_node() {
   if [ -z "$npm_bin" ] && [ "$dry_run" = 0 ]; then
     die "npm is missing (it comes with Node.js from nodejs.org; on Debian: apt-get install npm)"
   fi
+}
+
+postgres_major_ok() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge "$POSTGRES_MIN_MAJOR" ]; }
+
+# With --with-postgres, before anything changes: the PostgreSQL that would hold the data is new enough. That is the
+# cluster on port 5432 (where DATABASE_URL points) when there is one, otherwise the one apt would install.
+postgres_from=''
+check_postgres() {
+  [ "$with_postgres" = 1 ] || return 0
+  step "Checking PostgreSQL ($POSTGRES_MIN_MAJOR or later)"
+  if [ "$staged" = 1 ]; then
+    note "skipped (--root): the PostgreSQL of this machine is not the target's"
+    return 0
+  fi
+  local cluster='' candidate major
+  if command -v pg_lsclusters > /dev/null 2>&1; then
+    cluster=$(pg_lsclusters -h 2> /dev/null | awk '$3 == 5432 { print $1 " " $2; exit }')
+  fi
+  if [ -n "$cluster" ]; then
+    major=${cluster%% *}
+    major=${major%%.*}
+    postgres_major_ok "$major" ||
+      die "the PostgreSQL cluster on port 5432 is ${cluster%% *} (pg_lsclusters), and Quoting needs $POSTGRES_MIN_MAJOR or later. Nothing was changed. Install postgresql-$POSTGRES_MIN_MAJOR or later (from PGDG, https://www.postgresql.org/download/linux/, where the distribution has none) and move the cluster to it with pg_upgradecluster $cluster, then re-run."
+    postgres_from=cluster
+    note "PostgreSQL $major (the cluster on port 5432, pg_lsclusters)"
+    return 0
+  fi
+  candidate=$(apt_candidate postgresql)
+  [ -n "$candidate" ] ||
+    die "this distribution offers no postgresql package (apt-cache policy postgresql). Nothing was changed. Run apt-get update, or add PostgreSQL's own apt repository (PGDG: https://www.postgresql.org/download/linux/) and install postgresql-$POSTGRES_MIN_MAJOR or later, then re-run."
+  major=${candidate#*:}
+  major=${major%%[.+~-]*}
+  postgres_major_ok "$major" ||
+    die "this distribution's PostgreSQL is $major (apt-cache policy postgresql), and Quoting needs $POSTGRES_MIN_MAJOR or later. Nothing was changed. Add PostgreSQL's own apt repository (PGDG: https://www.postgresql.org/download/linux/) and install postgresql-$POSTGRES_MIN_MAJOR or later (apt-get install postgresql-16), then re-run."
+  postgres_from=apt
+  note "PostgreSQL $major (apt-cache policy postgresql)"
+}
+
+# --with-postgres over an install that runs on the embedded database would bring the service back on an empty
+# database: stop before anything changes and say how to move the data, unless --restore brings a backup along.
+check_embedded_data() {
+  [ "$with_postgres" = 1 ] || return 0
+  if [ -n "$(env_value DATABASE_URL)" ]; then
+    [ -z "$restore" ] || die "--restore: this install already runs on PostgreSQL (DATABASE_URL in $ENV_FILE); to replace its data: sudo quoting restore FILE --force"
+    return 0
+  fi
+  local data_dir
+  data_dir=$(env_value DATA_DIR)
+  data_dir=${data_dir:-$DATA_DIR}
+  if [ -n "$restore" ]; then
+    [ -f "$restore" ] || die "--restore: no such file $restore"
+    restore=$(cd "$(dirname "$restore")" && pwd)/$(basename "$restore")
+    if [ "$staged" = 0 ] && id -u "$APP_USER" > /dev/null 2>&1 && ! runuser -u "$APP_USER" -- test -r "$restore"; then
+      die "--restore: the $APP_USER user cannot read $restore (it restores as that user): put the file in $data_dir, as 'quoting backup --out $data_dir/...' does"
+    fi
+    return 0
+  fi
+  [ -d "$root$data_dir/pglite" ] || return 0
+  die "$data_dir holds the embedded database this server runs on; with --with-postgres the service would start on a new, empty PostgreSQL database. Nothing was changed. To move the data across:
+  sudo systemctl stop quoting
+  sudo quoting backup --out $data_dir/embedded.backup
+  sudo bash install.sh --with-postgres --restore $data_dir/embedded.backup
+--restore creates the PostgreSQL database, loads the backup into it (DATABASE_URL=… quoting restore FILE, as the $APP_USER user) and only then switches the service over. The embedded database stays in $data_dir/pglite."
+}
+
+# With --domain: Caddy is there, or the distribution has it to install.
+caddy_install=0
+check_caddy() {
+  [ -n "$domain" ] || return 0
+  step "Checking Caddy (the TLS proxy for https://$domain)"
+  if [ "$staged" = 1 ]; then
+    caddy_install=1
+    note "skipped (--root): caddy is not looked for"
+    return 0
+  fi
+  if command -v caddy > /dev/null 2>&1; then
+    note "caddy $(caddy version 2> /dev/null | cut -d' ' -f1) at $(command -v caddy)"
+    return 0
+  fi
+  local candidate
+  candidate=$(apt_candidate caddy)
+  [ -n "$candidate" ] ||
+    die "this distribution offers no caddy package (apt-cache policy caddy). Nothing was changed. Install Caddy from its own apt repository (https://caddyserver.com/docs/install) and re-run, or leave out --domain and put a TLS proxy of your own in front of 127.0.0.1:$port (README: Install on a server)."
+  caddy_install=1
+  note "the distribution's caddy $candidate will be installed"
 }
 
 create_user() {
@@ -305,7 +433,7 @@ setup_postgres() {
     note "skipped (--root): apt-get install postgresql, create role and database $APP_USER"
     return 0
   fi
-  if ! command -v pg_lsclusters > /dev/null 2>&1; then
+  if [ "$postgres_from" = apt ]; then
     apt_install postgresql
   fi
   if [ "$dry_run" = 1 ]; then
@@ -326,9 +454,7 @@ setup_postgres() {
     [ "$i" = 30 ] && die "PostgreSQL did not start (see journalctl -u postgresql)"
     sleep 1
   done
-  local verb=create
-  [ "$(runuser -u postgres -- psql -qAtc "select 1 from pg_roles where rolname = '$APP_USER'")" != 1 ] || verb=alter
-  runuser -u postgres -- psql -q -v ON_ERROR_STOP=1 -c "$verb role $APP_USER login password '$db_password'"
+  create_role
   if [ "$(runuser -u postgres -- psql -qAtc "select 1 from pg_database where datname = '$APP_USER'")" != 1 ]; then
     runuser -u postgres -- createdb -O "$APP_USER" "$APP_USER"
     note "created database $APP_USER"
@@ -337,26 +463,74 @@ setup_postgres() {
   fi
 }
 
+# The role's password goes to psql on standard input: on a command line, ps would show it to every user.
+create_role() {
+  local verb=create
+  [ "$(runuser -u postgres -- psql -qAtc "select 1 from pg_roles where rolname = '$APP_USER'")" != 1 ] || verb=alter
+  printf "%s role %s login password '%s';\n" "$verb" "$APP_USER" "$db_password" | runuser -u postgres -- psql -q -v ON_ERROR_STOP=1
+}
+
+# --restore: the backup goes into the new, empty PostgreSQL database before DATABASE_URL sends the service there;
+# a failed restore stops here, with the settings still on the embedded database.
+restore_backup() {
+  [ -n "$restore" ] || return 0
+  step "Restoring $restore into the PostgreSQL database"
+  if [ "$staged" = 1 ]; then
+    note "skipped (--root): quoting restore $restore into the new PostgreSQL database"
+    return 0
+  fi
+  if [ "$dry_run" = 1 ]; then
+    echo "    would run: quoting restore $restore (as $APP_USER, with the DATABASE_URL of the new database)"
+    return 0
+  fi
+  if systemd_running && systemctl is-active --quiet quoting.service; then
+    note "stopping quoting.service: what it wrote after the backup would be lost"
+    systemctl stop quoting.service
+  fi
+  local program=$PROGRAM_DIR settings=()
+  [ "$new_program_ready" = 0 ] || program=$PROGRAM_DIR.new
+  [ ! -f "$ENV_FILE" ] || settings=(env "QUOTING_ENV_FILE=$ENV_FILE")
+  # The URL holds the password: it travels in the environment, which ps does not show, not on the command line.
+  DATABASE_URL="postgres://$APP_USER:$db_password@127.0.0.1:5432/$APP_USER" runuser -u "$APP_USER" -- "${settings[@]}" "$node_bin" "$program/bin/quoting" restore "$restore" ||
+    die "the restore failed (above); nothing was switched: $ENV_FILE still names the embedded database (start it again with systemctl start quoting), and the PostgreSQL database $APP_USER is left for a look (drop it with: runuser -u postgres -- dropdb $APP_USER)"
+}
+
+# Sets KEY=VALUE in the env file, in its line or a new one at the end; an unchanged value leaves the file alone.
+env_changes=0
+set_env_value() {
+  local file="$root$ENV_FILE" tmp
+  [ "$(env_value "$1")" != "$2" ] || return 0
+  env_changes=$((env_changes + 1))
+  if [ "$dry_run" = 1 ]; then
+    echo "    would set $1 in $ENV_FILE"
+    return 0
+  fi
+  tmp=$(mktemp "$file.XXXXXX")
+  # Through the environment, not awk's arguments: DATABASE_URL holds a password.
+  K=$1 V=$2 awk 'index($0, ENVIRON["K"] "=") == 1 { if (!done) print ENVIRON["K"] "=" ENVIRON["V"]; done = 1; next }
+    { print } END { if (!done) print ENVIRON["K"] "=" ENVIRON["V"] }' "$file" > "$tmp"
+  mv "$tmp" "$file"
+  note "set $1"
+}
+
 write_env_file() {
   step "Writing $ENV_FILE"
   local file="$root$ENV_FILE"
   local database_url=''
   [ "$with_postgres" = 0 ] || database_url="postgres://$APP_USER:$db_password@127.0.0.1:5432/$APP_USER"
   if [ -f "$file" ]; then
-    # A re-run keeps every setting and secret; it only adds the database of a new --with-postgres.
-    if [ -n "$database_url" ] && [ -z "$(env_value DATABASE_URL)" ]; then
-      if [ "$dry_run" = 1 ]; then
-        echo "    would add DATABASE_URL"
-      else
-        printf 'DATABASE_URL=%s\n' "$database_url" >> "$file"
-        note "added DATABASE_URL"
-      fi
-    else
-      note "kept (settings and secrets unchanged)"
-    fi
-    if [ -n "$url" ] && [ "$url" != "$(env_value APP_URL)" ]; then
+    # A re-run keeps every setting and secret; it only adds the database of a new --with-postgres and applies
+    # --domain and --signup.
+    [ -z "$database_url" ] || [ -n "$(env_value DATABASE_URL)" ] || set_env_value DATABASE_URL "$database_url"
+    if [ -n "$domain" ]; then
+      set_env_value APP_URL "https://$domain"
+      set_env_value TRUST_PROXY 1
+    elif [ -n "$url" ] && [ "$url" != "$(env_value APP_URL)" ]; then
       note "APP_URL stays $(env_value APP_URL); edit $ENV_FILE to change it"
     fi
+    [ -z "$signup" ] || set_env_value SIGNUP "$signup"
+    [ "$env_changes" != 0 ] || note "kept (settings and secrets unchanged)"
+    [ -n "$(env_value SIGNUP)" ] || note "SIGNUP is not set, so anyone may sign up; --signup closed closes it"
     [ "$dry_run" = 1 ] || { chmod 0640 "$file"; [ "$staged" = 1 ] || chown "root:$APP_USER" "$file"; }
     return 0
   fi
@@ -370,6 +544,7 @@ APP_URL=$app_url
 HOST=127.0.0.1
 PORT=$port
 TRUST_PROXY=$trust_proxy
+SIGNUP=${signup:-closed}
 DATA_DIR=$DATA_DIR
 MIGRATE_TOKEN=$(random_hex)
 ADMIN_API_KEY=$(random_hex)
@@ -377,21 +552,57 @@ ${database_url:+DATABASE_URL=$database_url}
 EOF
 }
 
+# `quoting` on the PATH: `sudo quoting ...` runs the CLI as the service user with the installed settings.
 write_wrapper() {
   step "Writing $WRAPPER"
   put_file "$WRAPPER" 0755 root:root <<EOF
 #!/bin/sh
 # The Quoting CLI with the installed settings, as the $APP_USER user (so files in $DATA_DIR keep their owner).
-if [ "\$(id -u)" = 0 ]; then
-  exec runuser -u $APP_USER -- env QUOTING_ENV_FILE=$ENV_FILE $node_bin $PROGRAM_DIR/bin/quoting "\$@"
+set -eu
+if [ "\$(id -u)" != 0 ]; then
+  QUOTING_ENV_FILE=$ENV_FILE exec $node_bin $PROGRAM_DIR/bin/quoting "\$@"
 fi
-QUOTING_ENV_FILE=$ENV_FILE exec $node_bin $PROGRAM_DIR/bin/quoting "\$@"
+# import KIND FILE: the file is opened here, by the caller (root may read ~/catalogue.csv, the $APP_USER user may
+# not), and handed over on standard input ('-'). The other words pass unchanged.
+words=0 command='' file='' options=1 value=0
+for arg do
+  shift
+  if [ "\$value" = 1 ]; then
+    value=0
+  elif [ "\$options" = 1 ] && [ "\$arg" = -- ]; then
+    options=0
+  elif [ "\$options" = 1 ] && { [ "\$arg" = --env-file ] || [ "\$arg" = --workspace ] || [ "\$arg" = --on-error ]; }; then
+    value=1
+  elif [ "\$options" = 0 ] || [ "\$arg" = - ] || [ "\${arg#-}" = "\$arg" ]; then
+    words=\$((words + 1))
+    [ "\$words" != 1 ] || command=\$arg
+    if [ "\$words" = 3 ] && [ "\$command" = import ] && [ "\$arg" != - ]; then
+      file=\$arg
+      arg=-
+    fi
+  fi
+  set -- "\$@" "\$arg"
+done
+if [ -n "\$file" ]; then
+  reason=''
+  if [ -d "\$file" ]; then reason='it is a directory'
+  elif [ ! -e "\$file" ]; then reason='no such file'
+  elif [ ! -r "\$file" ]; then reason='permission denied'
+  fi
+  if [ -n "\$reason" ]; then
+    echo "error: cannot read \$file: \$reason" >&2
+    exit 1
+  fi
+  exec < "\$file"
+fi
+exec runuser -u $APP_USER -- env QUOTING_ENV_FILE=$ENV_FILE $node_bin $PROGRAM_DIR/bin/quoting "\$@"
 EOF
 }
 
-# The sandbox of every unit: the program may write only its data directory.
+# The sandbox of every unit: the program may write only its data directory, and use at most --memory-max.
 hardening() {
   cat <<EOF
+MemoryMax=$memory_max
 User=$APP_USER
 Group=$APP_USER
 EnvironmentFile=$ENV_FILE
@@ -420,6 +631,11 @@ EOF
 }
 
 write_units() {
+  # A re-run without --memory-max keeps the ceiling the unit has.
+  if [ -z "$memory_max" ] && [ -f "$root$UNIT_DIR/quoting.service" ]; then
+    memory_max=$(sed -n 's/^MemoryMax=//p' "$root$UNIT_DIR/quoting.service" | head -n 1)
+  fi
+  memory_max=${memory_max:-$DEFAULT_MEMORY_MAX}
   database_url=$(env_value DATABASE_URL)
   [ "$dry_run" = 0 ] || [ "$with_postgres" = 0 ] || database_url=planned
   if [ -z "$worker_kind" ]; then
@@ -525,6 +741,66 @@ remove_worker_files() {
   if [ "$keep" != cron ] && [ -e "$root$CRON_FILE" ]; then run rm -f "$root$CRON_FILE"; fi
 }
 
+# The distribution's example Caddyfile, as the caddy package left it (a file server on :80).
+caddyfile_untouched() {
+  [ "$staged" = 0 ] || return 1
+  local packaged
+  # shellcheck disable=SC2016 # ${Conffiles} is dpkg-query's, not the shell's
+  packaged=$(dpkg-query -W -f='${Conffiles}\n' caddy 2> /dev/null | awk '$1 == "/etc/caddy/Caddyfile" { print $2 }')
+  [ -n "$packaged" ] && [ "$(md5sum < "$1" | cut -d' ' -f1)" = "$packaged" ]
+}
+
+# --domain: Caddy terminates TLS for the domain (certificates obtained and renewed by itself) and proxies to the
+# service. The site is a file of its own, imported by the Caddyfile, whose other sites are kept.
+write_proxy() {
+  [ -n "$domain" ] || return 0
+  step "Writing the Caddy site for https://$domain"
+  if [ "$caddy_install" = 1 ]; then
+    if [ "$staged" = 1 ]; then note "skipped (--root): apt-get install caddy"; else apt_install caddy; fi
+  fi
+  local upstream_port
+  upstream_port=$(env_value PORT)
+  put_file "$CADDY_DIR/quoting.caddy" 0644 root:root <<EOF
+# Quoting at https://$domain, written by install.sh --domain: Caddy obtains and renews the certificate, redirects
+# http to https, and passes requests to quoting serve with X-Forwarded-For and -Proto (read as TRUST_PROXY=1 says).
+$domain {
+	reverse_proxy 127.0.0.1:${upstream_port:-$port}
+}
+EOF
+  local caddyfile="$root$CADDY_DIR/Caddyfile"
+  if [ ! -f "$caddyfile" ] || caddyfile_untouched "$caddyfile"; then
+    put_file "$CADDY_DIR/Caddyfile" 0644 root:root <<'EOF'
+# The sites Caddy serves (written by Quoting's install.sh in place of the distribution's example).
+# Other sites may be added below: a re-run of install.sh keeps this file once it has changed.
+import quoting.caddy
+EOF
+  elif grep -qx 'import quoting.caddy' "$caddyfile"; then
+    note "$CADDY_DIR/Caddyfile imports quoting.caddy already"
+  elif [ "$dry_run" = 1 ]; then
+    echo "    would add 'import quoting.caddy' to $CADDY_DIR/Caddyfile (its own sites are kept)"
+  else
+    printf '\n# Quoting (added by install.sh --domain)\nimport quoting.caddy\n' >> "$caddyfile"
+    note "added 'import quoting.caddy' to $CADDY_DIR/Caddyfile (its own sites are kept)"
+  fi
+}
+
+# Caddy reads the new site (reload refuses a Caddyfile that does not load, and keeps serving the old one).
+start_proxy() {
+  [ -n "$domain" ] || return 0
+  step "Starting Caddy for https://$domain"
+  if [ "$staged" = 1 ]; then
+    note "skipped (--root): nothing is started"
+    return 0
+  fi
+  if ! systemd_running; then
+    note "systemd is not running: start Caddy with: caddy run --config $CADDY_DIR/Caddyfile"
+    return 0
+  fi
+  system systemctl enable --now caddy.service
+  system systemctl reload caddy.service || die "Caddy refused $CADDY_DIR/Caddyfile (see journalctl -u caddy); quoting.service runs on 127.0.0.1 meanwhile"
+  note "https://$domain answers once its DNS names this server and ports 80 and 443 are open (the first certificate takes a few seconds)"
+}
+
 # A re-run restarts anyway; stopping first lets new code and migrations in (the embedded database
 # admits one process at a time).
 stop_service() {
@@ -594,8 +870,10 @@ do_uninstall() {
   [ "$staged" = 1 ] || ! systemd_running || run systemctl daemon-reload
   if [ "$purge" = 0 ]; then
     note "kept $CONFIG_DIR and $DATA_DIR${database_url:+ and the PostgreSQL database}; remove them with --uninstall --purge"
+    [ ! -f "$root$CADDY_DIR/quoting.caddy" ] || note "kept the Caddy site $CADDY_DIR/quoting.caddy (--purge removes it)"
     return 0
   fi
+  remove_proxy
   step "Purging settings, data and the $APP_USER user"
   if [[ "$database_url" == "postgres://$APP_USER:"*"@127.0.0.1:5432/$APP_USER" ]] && command -v psql > /dev/null 2>&1; then
     system runuser -u postgres -- dropdb --if-exists --force "$APP_USER"
@@ -607,20 +885,44 @@ do_uninstall() {
   if [ "$staged" = 1 ] || id -u "$APP_USER" > /dev/null 2>&1; then system userdel "$APP_USER"; fi
 }
 
+# --purge: the Caddy site goes, and so does the Caddyfile's import of it (Caddy refuses to load an import that is
+# missing); the Caddyfile's other lines and the caddy package stay.
+remove_proxy() {
+  local caddyfile="$root$CADDY_DIR/Caddyfile"
+  [ -f "$root$CADDY_DIR/quoting.caddy" ] || return 0
+  step "Removing the Caddy site"
+  run rm -f "$root$CADDY_DIR/quoting.caddy"
+  if [ -f "$caddyfile" ] && grep -qx 'import quoting.caddy' "$caddyfile"; then
+    if [ "$dry_run" = 1 ]; then
+      echo "    would remove 'import quoting.caddy' from $CADDY_DIR/Caddyfile"
+    else
+      sed -i -e '/^import quoting\.caddy$/d' -e '/^# Quoting (added by install.sh --domain)$/d' "$caddyfile"
+      note "removed 'import quoting.caddy' from $CADDY_DIR/Caddyfile"
+    fi
+  fi
+  if [ "$staged" = 0 ] && systemd_running && systemctl is-active --quiet caddy.service; then run systemctl reload caddy.service || true; fi
+}
+
 main() {
   if [ "$uninstall" = 1 ]; then
     do_uninstall
     return 0
   fi
   check_os
+  # What would stop the install comes first, before anything is changed.
+  check_postgres
+  check_embedded_data
+  check_caddy
   check_node
   create_user
   create_dirs
   install_program
   setup_postgres
+  restore_backup
   write_env_file
   write_wrapper
   write_units
+  write_proxy
   stop_service
   [ "$dry_run" = 1 ] || switch_program
   if [ "$staged" = 1 ]; then
@@ -630,9 +932,11 @@ main() {
     migrate
   fi
   start_services
+  start_proxy
   run_doctor
 }
 
 node_bin='' npm_bin='' source_dir='' work='' db_password='' database_url='' new_program_ready=0
 trap '[ -z "$work" ] || rm -rf "$work"' EXIT
-main
+# Sourced (as the tests do, to run one step), it only defines its functions.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main; fi

@@ -2,6 +2,7 @@ import type { Check, DatabaseAccess, DoctorContext, Finding } from './check.js';
 import { databaseReachable, pendingMigrations, webhookBacklog, workerRuns } from './database.js';
 import { smtp, stripe } from './peers.js';
 import { appUrl, configuration, nodeVersion, trustProxy } from './settings.js';
+import { signup } from './signup.js';
 import { dataDir, diskSpace } from './storage.js';
 
 export type { DatabaseAccess, DoctorContext, Finding } from './check.js';
@@ -19,6 +20,7 @@ export const checks: Check[] = [
   stripe,
   appUrl,
   trustProxy,
+  signup,
   webhookBacklog,
   workerRuns,
 ];

@@ -21,7 +21,7 @@ export const nodeVersion: Check = {
 };
 
 /** Names that never reach the public internet: links mailed to customers could not be opened. */
-function isPrivateHost(hostname: string): boolean {
+export function isPrivateHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal') || host.endsWith('.lan')) return true;
   const family = isIP(host);
