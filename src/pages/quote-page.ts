@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import { Html, renderHtml, templateText, type HtmlValue } from '../templates.js';
 import { isZeroAmount } from '../money.js';
+import { HttpError } from '../errors.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import type { PublicQuote } from '../quotes/public.js';
 import type { LineJson, QuoteJson } from '../quotes/service.js';
@@ -155,3 +156,14 @@ export function sendHtml(ctx: Context, status: number, html: Html, formTargets: 
 
 export const notFoundPage = () => messagePage('Quote not found', 'Quote not found', 'This link does not lead to a quote. Please check that you copied the whole link, or ask the sender for a new one.');
 
+
+/**
+ * The page that answers a public quote's 404 (an unknown token or a draft) or 402 (its workspace is locked), on every
+ * route of /q/{token}; null for any other error.
+ */
+export function publicErrorPage(err: unknown): { status: number; html: Html } | null {
+  if (!(err instanceof HttpError)) return null;
+  if (err.status === 404) return { status: 404, html: notFoundPage() };
+  if (err.status === 402) return { status: 402, html: messagePage('Quote unavailable', 'This quote is unavailable', `${err.message} Please contact them directly.`) };
+  return null;
+}

@@ -1,12 +1,12 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../http/deps.js';
-import { HttpError, isDatabaseUnavailable } from '../errors.js';
+import { isDatabaseUnavailable } from '../errors.js';
 import { errorFields, log } from '../log.js';
 import { answerQuote, viewQuote } from '../quotes/public.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import { paymentsConfigured } from '../payments/stripe.js';
-import { messagePage, notFoundPage, quotePage, securityHeaders, sendHtml } from './quote-page.js';
+import { messagePage, publicErrorPage, quotePage, securityHeaders, sendHtml } from './quote-page.js';
 
 /**
  * HTML pages outside the JSON API: the public quote page /q/{token}, where the token in the URL is the
@@ -25,10 +25,8 @@ export function pageRouter(deps: AppDeps): Router {
     try {
       await next();
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) return sendHtml(ctx, 404, notFoundPage(), []);
-      if (err instanceof HttpError && err.status === 402) {
-        return sendHtml(ctx, 402, messagePage('Quote unavailable', 'This quote is unavailable', `${err.message} Please contact them directly.`), []);
-      }
+      const page = publicErrorPage(err);
+      if (page) return sendHtml(ctx, page.status, page.html, []);
       const unavailable = isDatabaseUnavailable(err);
       log.error(unavailable ? 'database unavailable' : 'quote page failed', { request_id: ctx.state.requestId, method: ctx.method, ...errorFields(err) });
       sendHtml(
