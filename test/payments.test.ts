@@ -207,6 +207,28 @@ test('pay: a quote that is not accepted answers 302 back to its page and creates
   t.is((await app.db('quotes').where({ id: quote.id }).first('checkout_session_id')).checkout_session_id, null);
 });
 
+test('pay: an accepted quote past its valid_until answers 302 back to its page (which says it expired) and creates no session', async (t) => {
+  const quote = await quoteIn('accepted');
+  await app.db('quotes').where({ id: quote.id }).update({ valid_until: '2025-01-01' });
+  const res = await pay(app, quote.public_token);
+  t.is(res.status, 302);
+  t.is(res.headers.get('location'), `${app.url}/q/${quote.public_token}`);
+  t.is(fake.requestsFor(quote.id).length, 0);
+  t.is((await app.db('quotes').where({ id: quote.id }).first('checkout_session_id')).checkout_session_id, null);
+  t.regex((await app.client().get(`/q/${quote.public_token}`)).text, /This quote expired on 1 January 2025/);
+});
+
+test('webhook: a payment started before valid_until and completed after it is still recorded', async (t) => {
+  const quote = await quoteIn('accepted');
+  t.is((await pay(app, quote.public_token)).status, 302);
+  await app.db('quotes').where({ id: quote.id }).update({ valid_until: '2025-01-01' });
+  const { checkout_session_id: sessionId } = await app.db('quotes').where({ id: quote.id }).first('checkout_session_id');
+  const res = await deliver(app, checkoutEvent(sessionFor(quote, sessionId)));
+  t.is(res.status, 200, res.text);
+  t.is((await app.db('quotes').where({ id: quote.id }).first('status')).status, 'paid');
+  t.is((await paidEvents(quote.id)).length, 1);
+});
+
 test('pay: an unknown token answers 404', async (t) => {
   const res = await pay(app, 'no-such-token');
   t.is(res.status, 404);

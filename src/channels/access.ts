@@ -35,10 +35,18 @@ export function whereReadable(query: Knex.QueryBuilder, db: Db, access: Access, 
   );
 }
 
-/** A channel_id given in a request body must name a channel of the workspace (422 otherwise). */
-export async function assertChannelExists(db: Db, workspaceId: number, channelId: number | null | undefined, field = 'channel_id'): Promise<void> {
-  if (channelId === null || channelId === undefined) return;
-  if (!(await scoped(db, 'channels', workspaceId).where({ id: channelId }).first('id'))) {
-    throw new Validation(field, `${field}: no channel ${channelId} in this workspace.`);
-  }
+/**
+ * A channel_id given in a request body must name a channel of the workspace (422 otherwise). Gives the channel's
+ * currency (null when it has none), or undefined when no channel was given.
+ */
+export async function assertChannelExists(
+  db: Db,
+  workspaceId: number,
+  channelId: number | null | undefined,
+  field = 'channel_id',
+): Promise<{ currency: string | null } | undefined> {
+  if (channelId === null || channelId === undefined) return undefined;
+  const channel = await scoped(db, 'channels', workspaceId).where({ id: channelId }).first('currency');
+  if (!channel) throw new Validation(field, `${field}: no channel ${channelId} in this workspace.`);
+  return channel;
 }
