@@ -27,6 +27,33 @@ export async function assertChannelAccess(db: Db, access: Access, channelId: num
   }
 }
 
+/**
+ * Of the channels `channelIds` selects (a subquery of one column, `channel_id`; nulls ignored), the first by id on
+ * which the caller lacks `need`, with their role there (null: none). Undefined when there is none: for owners, always.
+ * Several records' channels are checked in one query, e.g. everything a cascade would delete.
+ */
+export async function channelLacking(
+  db: Db,
+  access: Access,
+  channelIds: Knex.QueryBuilder,
+  need: ChannelNeed,
+): Promise<{ channelId: number; role: ChannelRole | null } | undefined> {
+  if (access.channels === 'all') return undefined;
+  const row = await db
+    .from(channelIds.as('d'))
+    .leftJoin('channel_members as m', (join) =>
+      join.on('m.channel_id', 'd.channel_id').andOnVal('m.workspace_id', access.workspaceId).andOnVal('m.user_id', userOf(access)),
+    )
+    .whereNotNull('d.channel_id')
+    .where((w) => w.whereNull('m.role').orWhereNotIn('m.role', allowed[need]))
+    .orderBy('d.channel_id')
+    .first('d.channel_id', 'm.role');
+  return row ? { channelId: row.channel_id, role: row.role ?? null } : undefined;
+}
+
+/** The roles that allow `need`, as a message names them: "editor or manager". */
+export const rolesFor = (need: ChannelNeed): string => allowed[need].join(' or ');
+
 /** Limits a list query to the records the caller may read: all for owners, else no channel or a channel with a role. */
 export function whereReadable(query: Knex.QueryBuilder, db: Db, access: Access, column: string): Knex.QueryBuilder {
   if (access.channels === 'all') return query;
