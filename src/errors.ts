@@ -39,6 +39,17 @@ export class NotFound extends HttpError {
   }
 }
 
+/** A path that exists, asked with a method it does not take: 405, with the methods it takes in the Allow header. */
+export class MethodNotAllowed extends HttpError {
+  constructor(
+    method: string,
+    path: string,
+    public readonly allow: string[],
+  ) {
+    super(405, `${method} is not allowed on ${path}; it takes ${allow.join(', ')}.`);
+  }
+}
+
 export class Conflict extends HttpError {
   constructor(message: string, data?: Record<string, unknown>) {
     super(409, message, data);

@@ -309,6 +309,91 @@ test('delete while quotes or orders use the channel: 409 with counts, nothing re
   t.is((await mia.client.get(`/api/v1/channels/${channel.id}`)).status, 404);
 });
 
+/** A customer of the owner's workspace with a quote and an order on each of `channels` (null: none) and a visitor. */
+async function customerWithRecords(channels: (number | null)[]): Promise<{ id: number; quotes: number[]; orders: number[] }> {
+  const ws = owner.workspace.id;
+  const customer = (await owner.client.post('/api/v1/customers', { email: `cascade.${++counter}.${process.pid}@example.com` })).body.data.customer;
+  const quotes: number[] = [];
+  const orders: number[] = [];
+  for (const channelId of channels) {
+    const onChannel = channelId === null ? {} : { channel_id: channelId };
+    const quote = await owner.client.post('/api/v1/quotes', { customer_id: customer.id, ...onChannel });
+    if (quote.status !== 201) throw new Error(`quote failed: ${quote.status} ${quote.text}`);
+    quotes.push(quote.body.data.quote.id);
+    const order = await owner.client.post(
+      '/api/v1/orders/external',
+      { external_source: 'shop', external_id: `cascade-${customer.id}-${orders.length}`, currency: 'EUR', customer: { email: customer.email }, ...onChannel, items: [{ description: 'x', quantity: 1, price: '1.00' }] },
+      { headers: { authorization: `Bearer ${owner.keys.secret_key}` } },
+    );
+    if (order.status !== 201) throw new Error(`order failed: ${order.status} ${order.text}`);
+    orders.push(order.body.data.order.id);
+  }
+  await app.db('visitors').insert({ workspace_id: ws, visitor_id: `v-cascade-${customer.id}`, customer_id: customer.id });
+  return { id: customer.id, quotes, orders };
+}
+
+const remaining = async (records: { id: number; quotes: number[]; orders: number[] }) => ({
+  customer: (await app.db('customers').where({ id: records.id })).length,
+  quotes: (await app.db('quotes').whereIn('id', records.quotes)).length,
+  orders: (await app.db('orders').whereIn('id', records.orders)).length,
+  visitors: (await app.db('visitors').where({ customer_id: records.id })).length,
+});
+
+test('cascade delete of a customer goes no further than channel roles: 403 naming the channel a member cannot delete on, nothing deleted', async (t) => {
+  const member = await inviteMember(app, smtp, owner);
+  const [hidden, viewed, edited] = [await newChannel({ name: 'Cascade hidden' }), await newChannel({ name: 'Cascade viewed' }), await newChannel({ name: 'Cascade edited' })];
+  t.is((await grant(owner.client, viewed.id, member.user.id, 'viewer')).status, 200);
+  t.is((await grant(owner.client, edited.id, member.user.id, 'editor')).status, 200);
+
+  // The issue's case: a quote and an order on a channel the member has no role on.
+  const records = await customerWithRecords([null, hidden.id]);
+  for (const id of records.quotes.slice(1)) t.is((await member.client.delete(`/api/v1/quotes/${id}`)).status, 403, 'one by one: 403');
+  for (const id of records.orders.slice(1)) t.is((await member.client.delete(`/api/v1/orders/${id}`)).status, 403, 'one by one: 403');
+  const refused = await member.client.delete(`/api/v1/customers/${records.id}?cascade=1`);
+  t.is(refused.status, 403, refused.text);
+  t.regex(refused.body.error, new RegExp(`channel ${hidden.id}, where you have no role`));
+  t.deepEqual(await remaining(records), { customer: 1, quotes: 2, orders: 2, visitors: 1 }, 'nothing deleted');
+  t.is((await app.db('events').where({ workspace_id: owner.workspace.id, type: 'customer.deleted' })).filter((e) => e.data.customer.id === records.id).length, 0);
+
+  // A viewer reads them but could not delete them one by one: 403 naming the channel and the role.
+  const viewedOnly = await customerWithRecords([viewed.id]);
+  const asViewer = await member.client.delete(`/api/v1/customers/${viewedOnly.id}?cascade=1`);
+  t.is(asViewer.status, 403);
+  t.regex(asViewer.body.error, new RegExp(`channel ${viewed.id}, where your role \\(viewer\\) does not allow deleting them \\(it needs editor or manager\\)`));
+  t.deepEqual(await remaining(viewedOnly), { customer: 1, quotes: 1, orders: 1, visitors: 1 });
+
+  // Records with no channel, or on a channel they edit: the cascade goes through, as one by one it would.
+  const writable = await customerWithRecords([null, edited.id]);
+  const deleted = await member.client.delete(`/api/v1/customers/${writable.id}?cascade=1`);
+  t.is(deleted.status, 200, deleted.text);
+  t.deepEqual(await remaining(writable), { customer: 0, quotes: 0, orders: 0, visitors: 0 });
+
+  // The owner may cascade over every channel.
+  t.is((await owner.client.delete(`/api/v1/customers/${records.id}?cascade=1`)).status, 200);
+  t.deepEqual(await remaining(records), { customer: 0, quotes: 0, orders: 0, visitors: 0 });
+});
+
+test('the 409 of a customer delete counts only the dependents the member can see, and the rest as one number, hidden', async (t) => {
+  const member = await inviteMember(app, smtp, owner);
+  const [hidden, alsoHidden, viewed] = [await newChannel({ name: 'Counted hidden' }), await newChannel({ name: 'Counted hidden 2' }), await newChannel({ name: 'Counted viewed' })];
+  t.is((await grant(owner.client, viewed.id, member.user.id, 'viewer')).status, 200);
+  const records = await customerWithRecords([null, viewed.id, hidden.id, alsoHidden.id, hidden.id]);
+  const asMember = await member.client.delete(`/api/v1/customers/${records.id}`);
+  t.is(asMember.status, 409);
+  // Seen: the quote and order with no channel and the ones on the viewed channel; hidden: 3 quotes and 3 orders, one number.
+  t.deepEqual(asMember.body.data, { dependents: { quotes: 2, orders: 2, visitors: 1, hidden: 6 } });
+  t.regex(asMember.body.error, /6 of them are on channels you have no role on/);
+  t.notRegex(asMember.body.error, new RegExp(`channel ${hidden.id}|channel ${alsoHidden.id}`), 'the 409 names no hidden channel');
+  const asOwner = await owner.client.delete(`/api/v1/customers/${records.id}`);
+  t.is(asOwner.status, 409);
+  t.deepEqual(asOwner.body.data, { dependents: { quotes: 5, orders: 5, visitors: 1, hidden: 0 } });
+  t.notRegex(asOwner.body.error, /no role/);
+  // A role granted later shows them.
+  t.is((await grant(owner.client, hidden.id, member.user.id, 'viewer')).status, 200);
+  t.deepEqual((await member.client.delete(`/api/v1/customers/${records.id}`)).body.data, { dependents: { quotes: 4, orders: 4, visitors: 1, hidden: 2 } });
+  t.deepEqual(await remaining(records), { customer: 1, quotes: 5, orders: 5, visitors: 1 });
+});
+
 test('bad ids are 400', async (t) => {
   const channel = await newChannel();
   for (const path of ['/channels/abc', '/channels/0', '/channels/-1', '/channels/1.5', '/channels/99999999999']) {

@@ -71,7 +71,7 @@ test('delete with dependents: 409 with counts, then cascade=1 removes them in on
   const refused = await owner.client.delete(`/api/v1/customers/${id}`);
   t.is(refused.status, 409);
   t.truthy(refused.body.error);
-  t.deepEqual(refused.body.data, { dependents: { quotes: 2, orders: 1, visitors: 1 } });
+  t.deepEqual(refused.body.data, { dependents: { quotes: 2, orders: 1, visitors: 1, hidden: 0 } });
   t.is((await owner.client.get(`/api/v1/customers/${id}`)).status, 200);
   const deleted = await owner.client.delete(`/api/v1/customers/${id}?cascade=1`);
   t.is(deleted.status, 200);

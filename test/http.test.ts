@@ -95,9 +95,6 @@ test('unknown /api/v1 paths answer a JSON 404, and the API never redirects', asy
   const res = await app.client().get('/api/v1/nope');
   t.is(res.status, 404);
   t.regex(res.body.error, /\/api\/v1\/nope/);
-  const wrongMethod = await app.client().request('DELETE', '/api/v1/auth/login');
-  t.is(wrongMethod.status, 404);
-  t.truthy(wrongMethod.body.error);
   const slash = await app.client().get('/api/v1/auth/me/');
   t.true(slash.status < 300 || slash.status >= 400, `no redirect (got ${slash.status})`);
   t.is(slash.headers.get('location'), null);
@@ -117,9 +114,76 @@ test('API paths match case-insensitively, with or without a trailing slash; HEAD
   t.is(head.status, 200);
   t.regex(head.headers.get('content-type')!, /^application\/json/);
   t.is(head.text, '');
-  // A path with more segments than any endpoint, and a method the path does not take, are the JSON 404.
+  // A path with more segments than any endpoint is the JSON 404.
   t.is((await owner.client.get(`/api/v1/customers/${id}/nope`)).status, 404);
-  t.is((await owner.client.request('PUT', '/api/v1/customers')).status, 404);
+});
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const allowOf = (res: { headers: Headers }) => (res.headers.get('allow') ?? '').split(',').map((m) => m.trim()).filter(Boolean).sort();
+
+test('a method an import path does not take is 405 with Allow: POST, not 400 "Invalid id"; nothing is imported', async (t) => {
+  const owner = await signUpOwner(app);
+  const csv = 'sku,name,price\nPUT-1,Put,1.00\n';
+  for (const path of ['/api/v1/products/import', '/api/v1/orders/import', '/API/V1/Products/Import/']) {
+    for (const method of ['PUT', 'PATCH', 'DELETE', 'GET', 'HEAD']) {
+      const res = await owner.client.request(method, path, method === 'GET' || method === 'HEAD' || method === 'DELETE' ? {} : { raw: csv, contentType: 'text/csv' });
+      t.is(res.status, 405, `${method} ${path}: ${res.text}`);
+      t.deepEqual(allowOf(res), ['POST'], `${method} ${path}`);
+      if (method !== 'HEAD') t.regex(res.body.error, new RegExp(`^${method} is not allowed on ${path.replace(/[/]/g, '\\/')}; it takes POST\\.$`));
+    }
+  }
+  t.is((await app.db('variants').where({ workspace_id: owner.workspace.id, sku: 'PUT-1' })).length, 0);
+  // The same for the other literal paths beside an {id}: GET /quotes/external is not a quote with the id "external".
+  const external = await owner.client.get('/api/v1/quotes/external');
+  t.is(external.status, 405);
+  t.deepEqual(allowOf(external), ['POST']);
+  // A path that is no literal one is still an id: 400 for a bad one.
+  t.is((await owner.client.get('/api/v1/products/imports')).status, 400);
+  // Without a session too: the method is refused before anything else.
+  t.is((await app.client().request('PUT', '/api/v1/products/import')).status, 405);
+});
+
+test('every path of the OpenAPI document answers the methods it does not document with 405 and an Allow header listing those it does', async (t) => {
+  const doc = (await app.client().get('/api/v1/openapi.json')).body;
+  let checked = 0;
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { tags?: string[] }>>)) {
+    const documented = Object.keys(item).map((m) => m.toUpperCase());
+    const url = path.replace(/\{\w+\}/g, '1');
+    const expected = new Set(documented);
+    if (expected.has('GET')) expected.add('HEAD');
+    // The CORS endpoints answer their preflights (OPTIONS) too.
+    const cors = await app.client().request('OPTIONS', url, { headers: { origin: 'https://shop.example', 'access-control-request-method': documented[0] } });
+    if (cors.status === 204) expected.add('OPTIONS');
+    for (const method of METHODS.filter((m) => !expected.has(m))) {
+      const res = await app.client().request(method, url);
+      t.is(res.status, 405, `${method} ${path}: ${res.text}`);
+      t.deepEqual(allowOf(res), [...expected].sort(), `${method} ${path}`);
+      checked++;
+    }
+  }
+  t.true(checked > 200, `${checked} method and path pairs checked`);
+});
+
+test('pages and /healthz: a method they do not take is 405 with Allow; unknown paths stay 404', async (t) => {
+  for (const [method, path, allow] of [
+    ['PUT', '/q/AAAAAAAAAAAAAAAAAAAAAAAA', ['GET', 'HEAD']],
+    ['DELETE', '/q/AAAAAAAAAAAAAAAAAAAAAAAA', ['GET', 'HEAD']],
+    ['GET', '/q/AAAAAAAAAAAAAAAAAAAAAAAA/accept', ['POST']],
+    ['PUT', '/q/AAAAAAAAAAAAAAAAAAAAAAAA/decline', ['POST']],
+    ['GET', '/q/AAAAAAAAAAAAAAAAAAAAAAAA/pay', ['POST']],
+    ['POST', '/tag/acme.js', ['GET', 'HEAD']],
+    ['POST', '/healthz', ['GET', 'HEAD']],
+    ['DELETE', '/healthz', ['GET', 'HEAD']],
+  ] as const) {
+    const res = await app.client().request(method, path);
+    t.is(res.status, 405, `${method} ${path}: ${res.text}`);
+    t.deepEqual(allowOf(res), [...allow].sort(), `${method} ${path}`);
+    t.truthy(res.body.error, `${method} ${path} says why`);
+  }
+  t.is((await app.client().request('HEAD', '/healthz')).status, 200);
+  t.is((await app.client().request('PUT', '/nope')).status, 404);
+  t.is((await app.client().request('PUT', '/q/AAAAAAAAAAAAAAAAAAAAAAAA/nope')).status, 404);
+  t.is((await app.client().request('DELETE', '/api/v1/nope')).status, 404);
 });
 
 test('bad ids are 400; unknown ids 404', async (t) => {

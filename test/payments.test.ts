@@ -207,6 +207,28 @@ test('pay: a quote that is not accepted answers 302 back to its page and creates
   t.is((await app.db('quotes').where({ id: quote.id }).first('checkout_session_id')).checkout_session_id, null);
 });
 
+test('pay: an accepted quote past its valid_until answers 302 back to its page (which says it expired) and creates no session', async (t) => {
+  const quote = await quoteIn('accepted');
+  await app.db('quotes').where({ id: quote.id }).update({ valid_until: '2025-01-01' });
+  const res = await pay(app, quote.public_token);
+  t.is(res.status, 302);
+  t.is(res.headers.get('location'), `${app.url}/q/${quote.public_token}`);
+  t.is(fake.requestsFor(quote.id).length, 0);
+  t.is((await app.db('quotes').where({ id: quote.id }).first('checkout_session_id')).checkout_session_id, null);
+  t.regex((await app.client().get(`/q/${quote.public_token}`)).text, /This quote expired on 1 January 2025/);
+});
+
+test('webhook: a payment started before valid_until and completed after it is still recorded', async (t) => {
+  const quote = await quoteIn('accepted');
+  t.is((await pay(app, quote.public_token)).status, 302);
+  await app.db('quotes').where({ id: quote.id }).update({ valid_until: '2025-01-01' });
+  const { checkout_session_id: sessionId } = await app.db('quotes').where({ id: quote.id }).first('checkout_session_id');
+  const res = await deliver(app, checkoutEvent(sessionFor(quote, sessionId)));
+  t.is(res.status, 200, res.text);
+  t.is((await app.db('quotes').where({ id: quote.id }).first('status')).status, 'paid');
+  t.is((await paidEvents(quote.id)).length, 1);
+});
+
 test('pay: an unknown token answers 404', async (t) => {
   const res = await pay(app, 'no-such-token');
   t.is(res.status, 404);
@@ -232,6 +254,36 @@ test('pay: a draft token is 404 like an unknown one, and a locked workspace answ
   } finally {
     await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'active' });
   }
+});
+
+test('pay: where payments are unconfigured, a locked workspace still answers the 402 page and an unknown token the 404 page, not 503', async (t) => {
+  const locked = await signUpOwner(app, 'Locked, no payments');
+  const made = await locked.client.post('/api/v1/quotes', { customer: { email: uniqueEmail('lockednopay') }, lines: [{ description: 'Z', price: '9' }] });
+  const id = made.body.data.quote.id;
+  await locked.client.post(`/api/v1/quotes/${id}/send`, { notify: false });
+  const accepted = (await locked.client.post(`/api/v1/quotes/${id}/accept`)).body.data.quote;
+  await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'suspended' });
+  try {
+    for (const target of [unconfigured, app]) {
+      const res = await pay(target, accepted.public_token);
+      t.is(res.status, 402, res.text);
+      t.is(res.headers.get('content-type'), 'text/html; charset=utf-8');
+      t.regex(res.text, /This quote is unavailable/);
+      t.regex(res.text, /Locked, no payments cannot take answers/);
+      t.is(res.headers.get('cache-control'), 'no-store', 'the page headers of /q/{token}');
+    }
+    t.is(fake.requestsFor(id).length, 0);
+  } finally {
+    await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'active' });
+  }
+  const unknown = await pay(unconfigured, 'A'.repeat(32));
+  t.is(unknown.status, 404);
+  t.regex(unknown.text, /Quote not found/);
+  // A quote that is not accepted goes back to its page, which says where it stands.
+  const sent = await quoteIn('sent');
+  const back = await pay(unconfigured, sent.public_token);
+  t.is(back.status, 302);
+  t.is(back.headers.get('location'), `${unconfigured.url}/q/${sent.public_token}`);
 });
 
 test('pay: unset STRIPE_SECRET_KEY answers 503 with a readable message, and no session is created', async (t) => {

@@ -251,6 +251,50 @@ test('with payments configured an accepted quote has a Pay form posting to /q/{t
   t.regex(page.headers.get('content-security-policy')!, /form-action 'self' https:\/\/checkout\.stripe\.com http:\/\/127\.0\.0\.1:9/);
 });
 
+test('past valid_until the page says "This quote expired on …" with no buttons, and posting accept or decline changes nothing', async (t) => {
+  const quote = await createQuote(owner);
+  // Time passes: valid_until (editable on drafts only) is put in the past as the calendar would.
+  await app.db('quotes').where({ id: quote.id }).update({ valid_until: '2025-01-01' });
+  const page = await app.client().get(`/q/${quote.public_token}`);
+  t.is(page.status, 200);
+  assertPageHeaders(t, page.headers);
+  const text = textOf(page.text);
+  t.true(text.includes('This quote expired on 1 January 2025'), text);
+  t.true(text.includes('1 January 2025 (expired)'), 'the validity says it has passed');
+  t.true(text.includes('Expired'));
+  t.false(text.includes('Awaiting your response'));
+  t.false(page.text.includes('<form'), 'no buttons');
+  t.false(text.includes('You accepted'));
+  for (const action of ['accept', 'decline']) {
+    const answer = await app.client().request('POST', `/q/${quote.public_token}/${action}`);
+    t.is(answer.status, 302, action);
+    t.is(answer.headers.get('location'), `/q/${quote.public_token}`);
+    const after = await app.client().get(`/q/${quote.public_token}`);
+    t.true(textOf(after.text).includes('This quote expired on 1 January 2025'), `after ${action}`);
+    t.false(textOf(after.text).includes('You accepted'), `after ${action}`);
+  }
+  const row = await app.db('quotes').where({ id: quote.id }).first('status', 'accepted_at', 'declined_at');
+  t.deepEqual(row, { status: 'sent', accepted_at: null, declined_at: null });
+  t.is((await events(app, quote.id, 'quote.accepted')).length, 0);
+  t.is((await events(app, quote.id, 'quote.declined')).length, 0);
+  t.false((await activities(owner, quote.id)).some((a) => a.type === 'accepted' || a.type === 'declined'));
+});
+
+test('an accepted quote past its valid_until offers no Pay button and says it expired; before that day it does', async (t) => {
+  const quote = await createQuote(payingOwner);
+  t.is((await paying.client().request('POST', `/q/${quote.public_token}/accept`)).status, 302);
+  await paying.db('quotes').where({ id: quote.id }).update({ valid_until: new Date(Date.now() + 86_400_000).toISOString().slice(0, 10) });
+  t.true((await paying.client().get(`/q/${quote.public_token}`)).text.includes('/pay"'), 'valid until tomorrow: Pay');
+  await paying.db('quotes').where({ id: quote.id }).update({ valid_until: '2025-01-01' });
+  const page = await paying.client().get(`/q/${quote.public_token}`);
+  t.is(page.status, 200);
+  const text = textOf(page.text);
+  t.true(text.includes('You accepted this quote on'));
+  t.true(text.includes('This quote expired on 1 January 2025, so it can no longer be paid here'), text);
+  t.false(page.text.includes('<form'), 'no buttons');
+  t.notRegex(page.headers.get('content-security-policy')!, /checkout\.stripe\.com/, 'no checkout page to submit to');
+});
+
 test('unknown, malformed and draft tokens: a 404 HTML page, also for the answer forms', async (t) => {
   const draft = await createQuote(owner, { send: false });
   for (const token of ['A'.repeat(32), 'not a token!', draft.public_token]) {

@@ -157,7 +157,8 @@ test('create with lines and an upserted customer; read with lines and activities
   const read = await owner.client.get(`/api/v1/quotes/${quote.id}`);
   t.is(read.status, 200);
   t.is(read.body.version, 'v1');
-  t.deepEqual(Object.keys(read.body.data).sort(), ['activities', 'lines', 'quote']);
+  t.deepEqual(Object.keys(read.body.data).sort(), ['activities', 'lines', 'quote', 'url']);
+  t.is(read.body.data.url, null, 'a draft has no public page yet');
   t.deepEqual(read.body.data.quote, quote);
   t.deepEqual(read.body.data.lines, lines);
   t.is(read.body.data.activities.length, 1);
@@ -792,4 +793,103 @@ test('channel access: no role 403 and hidden from lists; viewer reads only; edit
   t.is((await m.get(`/api/v1/quotes/${open.id}`)).status, 200);
   t.is((await m.patch(`/api/v1/quotes/${open.id}`, { notes: 'member' })).status, 200);
   t.is((await m.post(`/api/v1/quotes/${open.id}/cancel`)).status, 200);
+});
+
+test('a quote on a channel takes the channel currency unless one is given; without a channel, or its currency, USD', async (t) => {
+  const channel = async (fields: Record<string, unknown>) => (await owner.client.post('/api/v1/channels', { name: `Currency ${fields.currency ?? 'none'}`, ...fields })).body.data.channel;
+  const [gbp, bare] = await Promise.all([channel({ currency: 'gbp' }), channel({})]);
+  t.is(gbp.currency, 'GBP');
+  const onGbp = await draft({ channel_id: gbp.id });
+  t.is(onGbp.currency, 'GBP');
+  t.is((await get(onGbp.id)).quote.currency, 'GBP');
+  t.is((await quoteEvents('quote.created', onGbp.id))[0].data.quote.currency, 'GBP');
+  // Another currency is asked for explicitly.
+  t.is((await draft({ channel_id: gbp.id, currency: ' eur ' })).currency, 'EUR');
+  t.is((await draft({ channel_id: gbp.id, currency: 'USD' })).currency, 'USD');
+  t.is((await draft({ channel_id: bare.id })).currency, 'USD');
+  t.is((await draft()).currency, 'USD');
+  // The same for a backend's quote.
+  const external = await app.client().post('/api/v1/quotes/external', { customer: { email: uniqueEmail('ext') }, channel_id: gbp.id }, bearer(owner));
+  t.is(external.status, 201, external.text);
+  t.is(external.body.data.quote.currency, 'GBP');
+  // A member with a role on the channel gets the same.
+  t.is((await owner.client.put(`/api/v1/channels/${gbp.id}/members/${mia.user.id}`, { role: 'editor' })).status, 200);
+  t.is((await draft({ channel_id: gbp.id }, mia.client)).currency, 'GBP');
+});
+
+test('GET /quotes/{id} carries the public page url once the quote is sent, as send answers it; null for a draft; the list has none', async (t) => {
+  const quote = await draft();
+  const before = await owner.client.get(`/api/v1/quotes/${quote.id}`);
+  t.is(before.status, 200);
+  t.is(before.body.data.url, null, 'a draft has no public page yet');
+  const sent = await act(quote.id, 'send');
+  t.is(sent.body.data.url, `${app.url}/q/${quote.public_token}`);
+  const after = await owner.client.get(`/api/v1/quotes/${quote.id}`);
+  t.deepEqual(Object.keys(after.body.data).sort(), ['activities', 'lines', 'quote', 'url']);
+  t.is(after.body.data.url, sent.body.data.url);
+  t.is((await app.client().get(new URL(after.body.data.url).pathname)).status, 200, 'the url is the page');
+  for (const status of ['accepted', 'paid', 'declined', 'cancelled']) {
+    const other = await quoteIn(status);
+    // Whatever the status but draft, the page opens (a quote cancelled as a draft shows it is cancelled).
+    t.is((await get(other.id)).url, `${app.url}/q/${other.public_token}`, status);
+  }
+  const listed = (await owner.client.get('/api/v1/quotes')).body.data.quotes.find((q: { id: number }) => q.id === quote.id);
+  t.is(listed.url, undefined);
+  t.is(listed.public_token, quote.public_token, 'the list gives the token the url is made of');
+});
+
+/** The date `days` from today (UTC), YYYY-MM-DD. */
+const dayFromToday = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
+
+/** Puts the quote's valid_until in the past as time would (it is editable on drafts only). */
+async function expire(quoteId: number, day = '2025-01-01'): Promise<void> {
+  await app.db('quotes').where({ id: quoteId }).update({ valid_until: day });
+}
+
+test('past valid_until, accept and mark-paid are 409 naming valid_until and nothing changes; decline and cancel still work', async (t) => {
+  const sent = await quoteIn('sent', { valid_until: dayFromToday(30) });
+  await expire(sent.id);
+  const accept = await act(sent.id, 'accept');
+  t.is(accept.status, 409, accept.text);
+  t.regex(accept.body.error, /expired on 2025-01-01 \(valid_until\).*can no longer be accepted/);
+  t.is((await get(sent.id)).quote.status, 'sent');
+  t.is((await quoteEvents('quote.accepted', sent.id)).length, 0);
+  t.false((await get(sent.id)).activities.some((a: { type: string }) => a.type === 'accepted'));
+
+  const accepted = await quoteIn('accepted', { valid_until: dayFromToday(30) });
+  await expire(accepted.id, dayFromToday(-1));
+  const paid = await act(accepted.id, 'mark-paid');
+  t.is(paid.status, 409, paid.text);
+  t.regex(paid.body.error, new RegExp(`expired on ${dayFromToday(-1)} \\(valid_until\\).*can no longer be paid`));
+  t.is((await get(accepted.id)).quote.status, 'accepted');
+  t.is((await quoteEvents('quote.paid', accepted.id)).length, 0);
+
+  // The status comes first: an answered quote is 409 naming its status, expired or not.
+  const declined = await quoteIn('declined', { valid_until: dayFromToday(30) });
+  await expire(declined.id);
+  t.regex((await act(declined.id, 'accept')).body.error, /is declined/);
+
+  // Declining or cancelling an expired quote closes it.
+  t.is((await act(sent.id, 'decline')).status, 200);
+  t.is((await act(accepted.id, 'cancel')).status, 200);
+
+  // valid_until is the last day the quote holds: tomorrow (and until the end of today) it may still be accepted and paid.
+  const valid = await quoteIn('sent', { valid_until: dayFromToday(1) });
+  t.is((await act(valid.id, 'accept')).status, 200);
+  t.is((await act(valid.id, 'mark-paid')).status, 200);
+});
+
+test('sending a quote whose valid_until has passed is 409 naming valid_until; it stays a draft until the date is changed', async (t) => {
+  const quote = await draft({ valid_until: '2025-01-01' });
+  const res = await act(quote.id, 'send');
+  t.is(res.status, 409, res.text);
+  t.regex(res.body.error, /valid_until \(2025-01-01\) has passed/);
+  t.is((await get(quote.id)).quote.status, 'draft');
+  t.is((await quoteEvents('quote.sent', quote.id)).length, 0);
+  // Mail is not the reason: with notify too it is the 409.
+  t.is((await owner.client.post(`/api/v1/quotes/${quote.id}/send`, {})).status, 409);
+  t.is((await owner.client.patch(`/api/v1/quotes/${quote.id}`, { valid_until: dayFromToday(14) })).status, 200);
+  t.is((await act(quote.id, 'send')).status, 200);
+  const open = await draft({ valid_until: null });
+  t.is((await act(open.id, 'send')).status, 200, 'no valid_until never expires');
 });

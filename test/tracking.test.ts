@@ -590,7 +590,7 @@ test('deleting a customer: 409 counts the visitors; cascade removes them and the
 
   const refused = await owner.client.delete(`/api/v1/customers/${customerId}`);
   t.is(refused.status, 409);
-  t.deepEqual(refused.body.data, { dependents: { quotes: 0, orders: 0, visitors: 1 } });
+  t.deepEqual(refused.body.data, { dependents: { quotes: 0, orders: 0, visitors: 1, hidden: 0 } });
   const deleted = await owner.client.delete(`/api/v1/customers/${customerId}?cascade=1`);
   t.is(deleted.status, 200, deleted.text);
   t.is((await app.db('visitors').where({ customer_id: customerId })).length, 0);

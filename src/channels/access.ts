@@ -27,6 +27,33 @@ export async function assertChannelAccess(db: Db, access: Access, channelId: num
   }
 }
 
+/**
+ * Of the channels `channelIds` selects (a subquery of one column, `channel_id`; nulls ignored), the first by id on
+ * which the caller lacks `need`, with their role there (null: none). Undefined when there is none: for owners, always.
+ * Several records' channels are checked in one query, e.g. everything a cascade would delete.
+ */
+export async function channelLacking(
+  db: Db,
+  access: Access,
+  channelIds: Knex.QueryBuilder,
+  need: ChannelNeed,
+): Promise<{ channelId: number; role: ChannelRole | null } | undefined> {
+  if (access.channels === 'all') return undefined;
+  const row = await db
+    .from(channelIds.as('d'))
+    .leftJoin('channel_members as m', (join) =>
+      join.on('m.channel_id', 'd.channel_id').andOnVal('m.workspace_id', access.workspaceId).andOnVal('m.user_id', userOf(access)),
+    )
+    .whereNotNull('d.channel_id')
+    .where((w) => w.whereNull('m.role').orWhereNotIn('m.role', allowed[need]))
+    .orderBy('d.channel_id')
+    .first('d.channel_id', 'm.role');
+  return row ? { channelId: row.channel_id, role: row.role ?? null } : undefined;
+}
+
+/** The roles that allow `need`, as a message names them: "editor or manager". */
+export const rolesFor = (need: ChannelNeed): string => allowed[need].join(' or ');
+
 /** Limits a list query to the records the caller may read: all for owners, else no channel or a channel with a role. */
 export function whereReadable(query: Knex.QueryBuilder, db: Db, access: Access, column: string): Knex.QueryBuilder {
   if (access.channels === 'all') return query;
@@ -35,10 +62,18 @@ export function whereReadable(query: Knex.QueryBuilder, db: Db, access: Access, 
   );
 }
 
-/** A channel_id given in a request body must name a channel of the workspace (422 otherwise). */
-export async function assertChannelExists(db: Db, workspaceId: number, channelId: number | null | undefined, field = 'channel_id'): Promise<void> {
-  if (channelId === null || channelId === undefined) return;
-  if (!(await scoped(db, 'channels', workspaceId).where({ id: channelId }).first('id'))) {
-    throw new Validation(field, `${field}: no channel ${channelId} in this workspace.`);
-  }
+/**
+ * A channel_id given in a request body must name a channel of the workspace (422 otherwise). Gives the channel's
+ * currency (null when it has none), or undefined when no channel was given.
+ */
+export async function assertChannelExists(
+  db: Db,
+  workspaceId: number,
+  channelId: number | null | undefined,
+  field = 'channel_id',
+): Promise<{ currency: string | null } | undefined> {
+  if (channelId === null || channelId === undefined) return undefined;
+  const channel = await scoped(db, 'channels', workspaceId).where({ id: channelId }).first('currency');
+  if (!channel) throw new Validation(field, `${field}: no channel ${channelId} in this workspace.`);
+  return channel;
 }

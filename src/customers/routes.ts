@@ -46,8 +46,16 @@ export function customerRoutes(api: Api, { db }: AppDeps): void {
     {
       method: 'delete', path: '/customers/{id}', tag, auth: 'session', query: deleteCustomerQuery, response: one,
       summary: 'Delete a customer; with dependents, 409 unless cascade=1',
-      description: 'Without cascade=1, a customer with quotes, orders or visitors is not deleted: 409 with data.dependents {quotes, orders, visitors}. With cascade=1 they are deleted too, in one transaction. Emits customer.deleted with the snapshot.',
-      errors: { 409: 'The customer has dependents (data.dependents has their counts)' },
+      description:
+        'Without cascade=1, a customer with quotes, orders or visitors is not deleted: 409 with data.dependents {quotes, orders, visitors, hidden}. ' +
+        'quotes and orders count only those the caller may read (no channel, or a channel they hold a role on); hidden counts, as one number, ' +
+        'the quotes and orders on channels they have no role on (always 0 for owners). With cascade=1 they are deleted too, in one transaction, ' +
+        'when the caller could delete each of them one by one: a member needs editor or manager on the channel of every quote and order, ' +
+        'else 403 naming the channel and nothing is deleted. Emits customer.deleted with the snapshot.',
+      errors: {
+        403: 'cascade=1 would delete quotes or orders on a channel where the caller may not delete them (the message names it)',
+        409: 'The customer has dependents (data.dependents has their counts: quotes, orders, visitors, hidden)',
+      },
     },
     async ({ params, query, auth }) => ({
       customer: await db.transaction((trx) => deleteCustomer(trx, auth.access, params.id, query.cascade ?? false)),

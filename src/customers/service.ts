@@ -1,9 +1,10 @@
-import type { Access } from '../access.js';
+import { userOf, type Access } from '../access.js';
+import { channelLacking, rolesFor } from '../channels/access.js';
 import type { Db } from '../db/database.js';
-import { countReferences, scoped, unfiltered, whereSearch } from '../db/scoped.js';
+import { scoped, unfiltered, whereSearch } from '../db/scoped.js';
 import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
 import { givenFields } from '../db/fields.js';
-import { Conflict, NotFound } from '../errors.js';
+import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { eraseVisitorEvents } from '../tracking/erase.js';
 import type { CustomerChanges } from './schema.js';
@@ -67,27 +68,78 @@ export async function updateCustomer(trx: Db, access: Access, id: number, input:
   return customer;
 }
 
+/**
+ * What a customer's deletion would take with it, as far as the caller may see: quotes and orders with no channel or on a
+ * channel they hold a role on, and visitors (which have no channel). `hidden` counts, as one number, the quotes and
+ * orders on channels they have no role on, so the 409 tells that something more is there without telling what.
+ */
 export interface Dependents {
   quotes: number;
   orders: number;
   visitors: number;
+  hidden: number;
+}
+
+/** dependentsOf's statement; `visible` is the condition under which the caller sees a row `t` of quotes or orders. */
+const dependentsText = (visible: string) => `
+  with q as (select count(*) filter (where ${visible}) as seen, count(*) filter (where not ${visible}) as unseen
+             from quotes t where t.workspace_id = ? and t.customer_id = ?),
+       o as (select count(*) filter (where ${visible}) as seen, count(*) filter (where not ${visible}) as unseen
+             from orders t where t.workspace_id = ? and t.customer_id = ?)
+  select q.seen::int as quotes, o.seen::int as orders,
+         (select count(*)::int from visitors where workspace_id = ? and customer_id = ?) as visitors,
+         (q.unseen + o.unseen)::int as hidden
+  from q, o`;
+
+/** The customer's dependents as the caller sees them (see Dependents): one query. */
+async function dependentsOf(trx: Db, access: Access, id: number): Promise<Dependents> {
+  const ws = access.workspaceId;
+  if (access.channels === 'all') {
+    const { rows } = await trx.raw(dependentsText('true'), [ws, id, ws, id, ws, id]);
+    return rows[0];
+  }
+  const visible = '(t.channel_id is null or t.channel_id in (select channel_id from channel_members where workspace_id = t.workspace_id and user_id = ?))';
+  const user = userOf(access);
+  const { rows } = await trx.raw(dependentsText(visible), [user, user, ws, id, user, user, ws, id, ws, id]);
+  return rows[0];
 }
 
 const dependentTables = ['quotes', 'orders', 'visitors'] as const;
 
 /**
- * The cascade rule: with dependents and no `cascade`, 409 with their counts; with `cascade`, the
- * dependents go too, in the caller's transaction. Returns the snapshot taken before removal.
+ * 403 naming the channel when the caller may not delete every quote and order of the customer one by one: a cascade
+ * goes no further than the caller's channel roles (editor or manager on the channel of each, or no channel).
+ */
+async function assertMayCascade(trx: Db, access: Access, id: number): Promise<void> {
+  const ws = access.workspaceId;
+  const channels = scoped(trx, 'quotes', ws).where({ customer_id: id }).select('channel_id').union(scoped(trx, 'orders', ws).where({ customer_id: id }).select('channel_id'));
+  const lacking = await channelLacking(trx, access, channels, 'write');
+  if (!lacking) return;
+  const { channelId, role } = lacking;
+  throw new Forbidden(
+    `cascade=1 would delete this customer's quotes or orders on channel ${channelId}, ` +
+      (role ? `where your role (${role}) does not allow deleting them (it needs ${rolesFor('write')})` : 'where you have no role') +
+      '; you may delete with a customer only what you could delete one by one.',
+  );
+}
+
+/**
+ * The cascade rule: with dependents and no `cascade`, 409 with their counts (see Dependents); with `cascade`, the
+ * dependents go too, in the caller's transaction, when the caller could delete each of them (403 naming a channel
+ * otherwise). Returns the snapshot taken before removal. The customer's row lock makes the counts hold: a quote or
+ * order inserted for the customer meanwhile waits for this transaction.
  */
 export async function deleteCustomer(trx: Db, access: Access, id: number, cascade: boolean): Promise<CustomerJson> {
   const locked = await scoped(trx, 'customers', access.workspaceId).where({ id }).forUpdate().first('id');
   if (!locked) throw new NotFound('Customer not found.');
   const customer = await getCustomer(trx, access, id);
-  const dependents: Dependents = await countReferences(trx, access.workspaceId, dependentTables, 'customer_id', id);
+  const dependents = await dependentsOf(trx, access, id);
   if (Object.values(dependents).some((n) => n > 0)) {
     if (!cascade) {
-      throw new Conflict('This customer has quotes, orders or visitors; delete again with cascade=1 to delete them too.', { dependents });
+      const hidden = dependents.hidden > 0 ? ` ${dependents.hidden} of them are on channels you have no role on, so only someone with access to those can.` : '';
+      throw new Conflict(`This customer has quotes, orders or visitors; delete again with cascade=1 to delete them too.${hidden}`, { dependents });
     }
+    await assertMayCascade(trx, access, id);
     await eraseVisitorEvents(trx, access, id);
     for (const table of dependentTables) await scoped(trx, table, access.workspaceId).where({ customer_id: id }).delete();
   }

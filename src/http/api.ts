@@ -2,7 +2,7 @@ import { pipeline, type Writable } from 'node:stream';
 import zlib from 'node:zlib';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
-import { BadRequest } from '../errors.js';
+import { BadRequest, MethodNotAllowed } from '../errors.js';
 import { parseInput } from '../schema/parse.js';
 import type { AuthKind, Principal } from './auth.js';
 import { responseProblems } from './check.js';
@@ -155,25 +155,33 @@ export interface ApiOptions {
   checkResponses?: (problem: string) => void;
 }
 
-/** One method and path of the route table, compiled for dispatch. */
-interface Endpoint {
-  method: string;
+type Answer = (ctx: Context, params: Record<string, string>) => unknown;
+
+/** One path of the route table, compiled for dispatch, with the methods that answer it. */
+interface PathEntry {
+  /** As declared, e.g. `/products/{id}`. */
+  template: string;
   /** The path under /api/v1 as a regular expression: case-insensitive, an optional trailing slash. */
   pattern: RegExp;
   /** Names of the path's parameters, in the order the pattern captures them. */
   names: string[];
-  answer: (ctx: Context, params: Record<string, string>) => unknown;
+  /** A character per segment, 0 literal and 1 parameter: sorted, `/products/import` comes before `/products/{id}`. */
+  rank: string;
+  /** Upper-case method → its answer, in the order they were declared. */
+  methods: Map<string, Answer>;
 }
 
 export class Api {
   readonly routes: RouteDef<z.ZodType, z.ZodType>[] = [];
   /**
-   * The endpoints by area, the path's first segment (`/quotes/…` → `quotes`), in the order they were declared.
-   * A request is matched against its area's few endpoints only, and the first that fits answers it. This is
-   * what @koa/router did with one router per area, without its per-request work (a host check, debug calls,
-   * a middleware chain composed for each request): a fifth of the cost of a cached `GET /auth/me`.
+   * The paths by area, the path's first segment (`/quotes/…` → `quotes`), literal segments first. A request is
+   * matched against its area's few paths only; the first path that fits decides, whatever the method: its
+   * endpoint for the method answers, or 405 names the methods it has. So `PUT /products/import` is 405, not
+   * `/products/{id}` with the id "import". This is what @koa/router did with one router per area, without its
+   * per-request work (a host check, debug calls, a middleware chain composed for each request): a fifth of the
+   * cost of a cached `GET /auth/me`.
    */
-  private readonly areas = new Map<string, Endpoint[]>();
+  private readonly areas = new Map<string, PathEntry[]>();
 
   constructor(
     private readonly authenticate: (ctx: Context, kind: AuthKind) => Promise<Principal>,
@@ -184,34 +192,44 @@ export class Api {
    * Answers `method path` (under /api/v1) with `answer`, outside the route table (so without a RouteDef's
    * authentication, validation, envelope or OpenAPI entry): the OpenAPI document itself.
    */
-  raw(method: Method | 'options', path: string, answer: (ctx: Context, params: Record<string, string>) => unknown): void {
+  raw(method: Method | 'options', path: string, answer: Answer): void {
     const area = areaOf(path) ?? '';
-    let endpoints = this.areas.get(area);
-    if (!endpoints) this.areas.set(area, (endpoints = []));
-    const names: string[] = [];
-    const source = path
-      .split(/(\{\w+\})/)
-      .map((part) => (/^\{\w+\}$/.test(part) ? (names.push(part.slice(1, -1)), '([^/]+)') : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
-      .join('');
-    endpoints.push({ method: method.toUpperCase(), pattern: new RegExp(`^${source}/?$`, 'i'), names, answer });
+    let paths = this.areas.get(area);
+    if (!paths) this.areas.set(area, (paths = []));
+    let entry = paths.find((p) => p.template === path);
+    if (!entry) {
+      const names: string[] = [];
+      const parts = path.split(/(\{\w+\})/);
+      const source = parts.map((part) => (/^\{\w+\}$/.test(part) ? (names.push(part.slice(1, -1)), '([^/]+)') : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))).join('');
+      const rank = path.split('/').slice(1).map((segment) => (/^\{\w+\}$/.test(segment) ? '1' : '0')).join('');
+      entry = { template: path, pattern: new RegExp(`^${source}/?$`, 'i'), names, rank, methods: new Map() };
+      paths.push(entry);
+      paths.sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0)); // stable: declaration order among equals
+    }
+    const upper = method.toUpperCase();
+    if (entry.methods.has(upper)) throw new Error(`${upper} ${path} is declared twice`);
+    entry.methods.set(upper, answer);
   }
 
-  /** Dispatches a request under /api/v1 to the first endpoint of its area that fits; anything else goes on down the stack. */
+  /**
+   * Dispatches a request under /api/v1 to the path of its area that fits first: its endpoint for the method, or 405
+   * with the path's methods in Allow. A path no route has goes on down the stack (404).
+   */
   middleware(): Middleware {
     return (ctx, next) => {
       const match = API_PATH.exec(ctx.path);
-      const endpoints = match && this.areas.get(match[2].toLowerCase());
-      if (!endpoints) return next();
+      const paths = match && this.areas.get(match[2].toLowerCase());
+      if (!paths) return next();
       const rest = match![1];
-      // HEAD is answered as GET (koa sends no body), as @koa/router did.
-      const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
-      for (const endpoint of endpoints) {
-        if (endpoint.method !== method) continue;
-        const found = endpoint.pattern.exec(rest);
+      for (const entry of paths) {
+        const found = entry.pattern.exec(rest);
         if (!found) continue;
+        // HEAD is answered as GET (koa sends no body), as @koa/router did.
+        const answer = entry.methods.get(ctx.method === 'HEAD' ? 'GET' : ctx.method);
+        if (!answer) throw new MethodNotAllowed(ctx.method, ctx.path, allowedMethods(entry.methods.keys()));
         const params: Record<string, string> = {};
-        endpoint.names.forEach((name, k) => (params[name] = decodeParam(found[k + 1])));
-        return endpoint.answer(ctx, params) as Promise<void>;
+        entry.names.forEach((name, k) => (params[name] = decodeParam(found[k + 1])));
+        return answer(ctx, params) as Promise<void>;
       }
       return next();
     };
@@ -275,6 +293,16 @@ function decodeParam(text: string): string {
   } catch {
     return text;
   }
+}
+
+/** The Allow header's methods: those given, with HEAD wherever GET is (it is answered as GET). */
+export function allowedMethods(methods: Iterable<string>): string[] {
+  const allowed = new Set<string>();
+  for (const method of methods) {
+    allowed.add(method.toUpperCase());
+    if (method.toUpperCase() === 'GET') allowed.add('HEAD');
+  }
+  return [...allowed];
 }
 
 /** `/quotes/{id}/send` → `quotes`. */

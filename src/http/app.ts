@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { constants as zlib } from 'node:zlib';
 import Koa, { type Context, type Next } from 'koa';
 import compress from 'koa-compress';
-import { HttpError, isDatabaseUnavailable } from '../errors.js';
+import type Router from '@koa/router';
+import { HttpError, isDatabaseUnavailable, MethodNotAllowed } from '../errors.js';
 import { errorFields, log, logs } from '../log.js';
-import { Api } from './api.js';
+import { allowedMethods, Api } from './api.js';
 import { authenticator } from './auth.js';
 import { bodyParser } from './body.js';
 import type { InFlight } from './in-flight.js';
@@ -43,7 +44,9 @@ export function createApp(deps: AppDeps, { inFlight }: { inFlight?: InFlight } =
   app.use(bodyParser);
   app.use(healthz(deps));
   app.use(api.middleware());
-  for (const router of [pageRouter(deps), paymentPageRouter(deps), tagRouter(deps)]) app.use(router.routes());
+  const pages = [pageRouter(deps), paymentPageRouter(deps), tagRouter(deps)];
+  for (const router of pages) app.use(router.routes());
+  app.use(pageMethods(pages));
   app.use(notFound);
   // requestContext answers and logs errors; what reaches koa is a streamed body failing after its first byte.
   app.on('error', (err: unknown) => log.error('response failed after it started', errorFields(err)));
@@ -95,6 +98,7 @@ async function requestContext(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
   } catch (err) {
+    if (err instanceof MethodNotAllowed) ctx.set('Allow', err.allow.join(', '));
     const { status, body } = errorResponse(err, ctx, requestId);
     ctx.status = status;
     ctx.body = body;
@@ -133,7 +137,23 @@ function healthz({ db }: AppDeps) {
     }
   };
   // Not an async function: every other request passes through without a promise of its own.
-  return (ctx: Context, next: Next) => (ctx.path === '/healthz' ? check(ctx) : next());
+  return (ctx: Context, next: Next) => {
+    if (ctx.path !== '/healthz') return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw new MethodNotAllowed(ctx.method, ctx.path, allowedMethods(['GET']));
+    return check(ctx);
+  };
+}
+
+/**
+ * Reached when no page route answered: a path that one of them serves with other methods (`PUT /q/{token}`) is
+ * 405 with the methods it takes in Allow, as the API's paths are (src/http/api.ts); any other goes on to 404.
+ */
+function pageMethods(routers: Router[]) {
+  return (ctx: Context, next: Next) => {
+    const methods = routers.flatMap((router) => router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods));
+    if (methods.length) throw new MethodNotAllowed(ctx.method, ctx.path, allowedMethods(methods));
+    return next();
+  };
 }
 
 /** Reached only when nothing else answered: a JSON 404, under /api/v1 and elsewhere. */

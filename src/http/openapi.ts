@@ -145,7 +145,8 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
       version: 'v1',
       description:
         'Quotes, orders, customers, products and sales channels. Success bodies are `{version: "v1", data: {...}}`; errors are `{error: "..."}` (some add `data`). ' +
-        'Request bodies may be JSON or form-encoded; a malformed JSON body is read as empty. PUT and PATCH are both partial updates.',
+        'Request bodies may be JSON or form-encoded; a malformed JSON body is read as empty. PUT and PATCH are both partial updates. ' +
+        'A method that a path does not take answers 405 with the methods it takes in the `Allow` header (HEAD wherever GET is).',
     },
     servers: [{ url: serverUrl }],
     paths,

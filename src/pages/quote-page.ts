@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import { Html, renderHtml, templateText, type HtmlValue } from '../templates.js';
 import { isZeroAmount } from '../money.js';
+import { HttpError } from '../errors.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import type { PublicQuote } from '../quotes/public.js';
-import type { LineJson, QuoteJson } from '../quotes/service.js';
+import { expiredOn, type LineJson, type QuoteJson } from '../quotes/service.js';
 
 /** The public quote page: templates/quote-page.html, split into parts and filled by the one template renderer. */
 
@@ -70,13 +71,22 @@ const statusLabels: Record<QuoteStatus, string> = {
   paid: 'Paid',
 };
 
+/** Whether the page offers a Pay button: payments are configured, the quote is accepted and has not expired. */
+export function offersPayment(quote: QuoteJson, payable: boolean): boolean {
+  return payable && quote.status === 'accepted' && !expiredOn(quote);
+}
+
 function stateOf(quote: QuoteJson, workspace: string, token: string, payable: boolean): Html {
   const total = money(String(quote.currency), quote.total);
+  const expired = expiredOn(quote);
   switch (quote.status) {
     case 'sent':
-      return part('state-sent', { token, workspace });
-    case 'accepted':
-      return part('state-accepted', { date: formatDate(quote.accepted_at), pay: payable ? part('pay', { token, total }) : null });
+      // Past valid_until nothing can be answered: no buttons, and a post to accept or decline changes nothing.
+      return expired ? part('state-expired', { date: formatDate(expired), workspace }) : part('state-sent', { token, workspace });
+    case 'accepted': {
+      const pay = offersPayment(quote, payable) ? part('pay', { token, total }) : payable && expired ? part('expired-unpaid', { date: formatDate(expired), workspace }) : null;
+      return part('state-accepted', { date: formatDate(quote.accepted_at), pay });
+    }
     case 'declined':
       return part('state-declined', { date: formatDate(quote.declined_at) });
     case 'cancelled':
@@ -91,14 +101,15 @@ function stateOf(quote: QuoteJson, workspace: string, token: string, payable: bo
 export function quotePage({ quote, workspace }: Pick<PublicQuote, 'quote' | 'workspace'>, lines: LineJson[], token: string, payable: boolean): Html {
   const currency = String(quote.currency);
   const rate = String(quote.tax_rate ?? '0');
+  const expiredSent = quote.status === 'sent' && expiredOn(quote) !== null;
   const content = part('quote', {
     workspace: workspace.name,
     quote_number: quote.quote_number,
-    status: quote.status,
-    status_label: statusLabels[quote.status] ?? quote.status,
+    status: expiredSent ? 'expired' : quote.status,
+    status_label: expiredSent ? 'Expired' : (statusLabels[quote.status] ?? quote.status),
     customer_name: (quote.customer_name as string | null) ?? (quote.customer_email as string | null) ?? '—',
     customer_email: quote.customer_name && quote.customer_email ? part('customer-email', { email: quote.customer_email as string }) : null,
-    valid_until: quote.valid_until ? formatDate(quote.valid_until) : 'No end date',
+    valid_until: quote.valid_until ? `${formatDate(quote.valid_until)}${expiredOn(quote) ? ' (expired)' : ''}` : 'No end date',
     currency,
     lines: lines.length
       ? lines.map((line) =>
@@ -155,3 +166,14 @@ export function sendHtml(ctx: Context, status: number, html: Html, formTargets: 
 
 export const notFoundPage = () => messagePage('Quote not found', 'Quote not found', 'This link does not lead to a quote. Please check that you copied the whole link, or ask the sender for a new one.');
 
+
+/**
+ * The page that answers a public quote's 404 (an unknown token or a draft) or 402 (its workspace is locked), on every
+ * route of /q/{token}; null for any other error.
+ */
+export function publicErrorPage(err: unknown): { status: number; html: Html } | null {
+  if (!(err instanceof HttpError)) return null;
+  if (err.status === 404) return { status: 404, html: notFoundPage() };
+  if (err.status === 402) return { status: 402, html: messagePage('Quote unavailable', 'This quote is unavailable', `${err.message} Please contact them directly.`) };
+  return null;
+}

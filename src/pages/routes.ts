@@ -1,17 +1,18 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../http/deps.js';
-import { HttpError, isDatabaseUnavailable } from '../errors.js';
+import { isDatabaseUnavailable } from '../errors.js';
 import { errorFields, log } from '../log.js';
 import { answerQuote, viewQuote } from '../quotes/public.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import { paymentsConfigured } from '../payments/stripe.js';
-import { messagePage, notFoundPage, quotePage, securityHeaders, sendHtml } from './quote-page.js';
+import { messagePage, offersPayment, publicErrorPage, quotePage, securityHeaders, sendHtml } from './quote-page.js';
 
 /**
  * HTML pages outside the JSON API: the public quote page /q/{token}, where the token in the URL is the
  * only credential. GET shows the quote (and records the first view of a sent quote); POST .../accept and
- * .../decline answer the quote as the customer and redirect (302) back to the page, whatever the outcome.
+ * .../decline answer the quote as the customer and redirect (302) back to the page, whatever the outcome
+ * (an expired quote, past its valid_until, is left as it is and its page says so).
  */
 export function pageRouter(deps: AppDeps): Router {
   const { db, config } = deps;
@@ -25,10 +26,8 @@ export function pageRouter(deps: AppDeps): Router {
     try {
       await next();
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) return sendHtml(ctx, 404, notFoundPage(), []);
-      if (err instanceof HttpError && err.status === 402) {
-        return sendHtml(ctx, 402, messagePage('Quote unavailable', 'This quote is unavailable', `${err.message} Please contact them directly.`), []);
-      }
+      const page = publicErrorPage(err);
+      if (page) return sendHtml(ctx, page.status, page.html, []);
       const unavailable = isDatabaseUnavailable(err);
       log.error(unavailable ? 'database unavailable' : 'quote page failed', { request_id: ctx.state.requestId, method: ctx.method, ...errorFields(err) });
       sendHtml(
@@ -44,7 +43,7 @@ export function pageRouter(deps: AppDeps): Router {
     const token = ctx.params.token;
     // HEAD (link checkers, mail scanners) shows the same page but is not a view.
     const found = await viewQuote(db, token, { events: config.WEBHOOKS_ENABLED, recordView: ctx.method === 'GET' });
-    sendHtml(ctx, 200, quotePage(found, found.lines, token, payable), payable && found.quote.status === 'accepted' ? formTargets : []);
+    sendHtml(ctx, 200, quotePage(found, found.lines, token, payable), offersPayment(found.quote, payable) ? formTargets : []);
   });
 
   const answers: [string, Extract<QuoteStatus, 'accepted' | 'declined'>][] = [

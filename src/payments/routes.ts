@@ -7,6 +7,7 @@ import type { AppDeps } from '../http/deps.js';
 import { BadRequest, HttpError } from '../errors.js';
 import { log } from '../log.js';
 import { payableQuote, quoteForPayment, recordCheckoutSession, recordPayment } from '../quotes/public.js';
+import { publicErrorPage, sendHtml } from '../pages/quote-page.js';
 import { callStripe, minorUnits, stripeClient, webhookSecret } from './stripe.js';
 
 /** The Stripe webhook under /api/v1. */
@@ -37,10 +38,12 @@ export function paymentPageRouter({ db, config }: AppDeps): Router {
     const token = String(ctx.params.token);
     const page = `${config.APP_URL}/q/${encodeURIComponent(token)}`;
     try {
-      const stripe = stripeClient(config);
+      // The quote first: an unknown token or a locked workspace answers its page (404, 402) whether or not
+      // payments are configured, as the quote page itself does.
       const found = await payableQuote(db, token, { events: config.WEBHOOKS_ENABLED });
       // Not accepted (yet, or any more): the page shows where the quote stands.
       if (!found) return ctx.redirect(page);
+      const stripe = stripeClient(config);
       const { quote, access } = found;
       const currency = String(quote.currency).toLowerCase();
       const unitAmount = minorUnits(String(quote.total), currency);
@@ -60,6 +63,8 @@ export function paymentPageRouter({ db, config }: AppDeps): Router {
       await recordCheckoutSession(db, access, quote.id, session.id);
       ctx.redirect(session.url);
     } catch (err) {
+      const errorPage = publicErrorPage(err);
+      if (errorPage) return sendHtml(ctx, errorPage.status, errorPage.html, []);
       if (!(err instanceof HttpError)) throw err;
       ctx.status = err.status;
       ctx.type = 'text/plain; charset=utf-8';

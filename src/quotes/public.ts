@@ -5,7 +5,7 @@ import { isZeroAmount } from '../money.js';
 import { Conflict, NotFound, PaymentRequired } from '../errors.js';
 import { lockReason, type Workspace } from '../workspaces/model.js';
 import type { QuoteStatus } from './schema.js';
-import { linesOf, quoteById, quoteJson, recordActivity, transition, type LineJson, type QuoteJson } from './service.js';
+import { expiredOn, linesOf, quoteById, quoteJson, recordActivity, transition, type LineJson, type QuoteJson } from './service.js';
 
 /**
  * The quote as its customer reaches it: the random token in the mailed link is the only
@@ -83,22 +83,23 @@ async function recordFirstView(db: Db, { quote, access }: PublicQuote): Promise<
 }
 
 /**
- * The customer accepts or declines a sent quote. A quote already answered (or cancelled) is left as
- * it is: the page then shows its current state. 404 when unknown, 402 when the workspace is locked.
+ * The customer accepts or declines a sent quote. A quote already answered (or cancelled), or expired (past its
+ * valid_until), is left as it is: the page then shows its current state. 404 when unknown, 402 when the workspace
+ * is locked.
  */
 export async function answerQuote(trx: Db, token: string, to: Extract<QuoteStatus, 'accepted' | 'declined'>, options: { events: boolean }): Promise<QuoteJson> {
   const { quote, access } = await openQuote(trx, token, { ...options, forUpdate: true });
-  if (quote.status !== 'sent') return quote;
+  if (quote.status !== 'sent' || expiredOn(quote)) return quote;
   return transition(trx, access, quote, to, `Quote ${quote.quote_number} ${to} by the customer on the quote page.`);
 }
 
 /**
- * The quote the customer may pay now, or null when it is not accepted (the page then shows its
+ * The quote the customer may pay now, or null when it is not accepted, or expired (the page then shows its
  * state): 404 when unknown, 402 when locked, 409 when nothing is due.
  */
 export async function payableQuote(db: Db, token: string, options: { events: boolean }): Promise<PublicQuote | null> {
   const found = await openQuote(db, token, options);
-  if (found.quote.status !== 'accepted') return null;
+  if (found.quote.status !== 'accepted' || expiredOn(found.quote)) return null;
   if (isZeroAmount(found.quote.total)) throw new Conflict(`Quote ${found.quote.quote_number} has nothing to pay.`);
   return found;
 }
@@ -122,6 +123,7 @@ export async function quoteForPayment(
 /**
  * A completed payment (the payment processor's event, verified by the caller): the accepted quote
  * becomes paid once, actor `system`, however often the event is repeated. Returns what happened.
+ * Money taken is recorded even past valid_until: a checkout started in time may complete after it.
  */
 export async function recordPayment(
   trx: Db,

@@ -3,7 +3,7 @@ import { jsonList, jsonText, reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { requiredText } from '../schema/input.js';
 import { calendarDate, currency, money } from '../schema/output.js';
-import { sendQuote } from './send.js';
+import { publicUrl, sendQuote } from './send.js';
 import { lookupQuote } from './public.js';
 import { convertQuote } from '../orders/service.js';
 import { itemOut, orderOut } from '../orders/schema.js';
@@ -22,12 +22,15 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
   const full = z.object({ quote: quoteOut, lines: z.array(lineOut) });
   const one = z.object({ quote: quoteOut });
   const withLine = z.object({ quote: quoteOut, line: lineOut });
+  const pageUrl = z.url().describe('The public quote page, APP_URL/q/{public_token}');
 
   api.route(
     {
       method: 'post', path: '/quotes', tag, auth: 'session', status: 201, body: createQuoteBody, response: full,
       summary: 'Create a draft quote with lines; customer_id, or customer {email, name, company} upserted by email',
-      description: 'Line price defaults to the price of the variant its sku names (422 when neither). Emits quote.created.',
+      description:
+        'Line price defaults to the price of the variant its sku names (422 when neither). currency defaults to the currency of the channel ' +
+        'channel_id names, else USD: another currency is given explicitly. Emits quote.created.',
     },
     async ({ body, auth }) => quoteText(await db.transaction((trx) => createQuote(trx, auth.access, body))),
   );
@@ -36,6 +39,7 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
     {
       method: 'post', path: '/quotes/external', tag, auth: 'secret', status: 201, alsoOk: 'A quote with this external_id existed: returned unchanged', body: externalQuoteBody, response: full,
       summary: 'Create a quote from a backend (secret key); a repeat with the same external_id returns the first quote (200)',
+      description: 'The body of POST /quotes: currency defaults to the channel\'s, else USD.',
     },
     async ({ body, auth }) => {
       const { created, ...text } = await db.transaction((trx) => createExternalQuote(trx, auth.access, body));
@@ -53,10 +57,16 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
 
   api.route(
     {
-      method: 'get', path: '/quotes/{id}', tag, auth: 'session', summary: 'A quote with its lines and activities',
-      response: z.object({ quote: quoteOut, lines: z.array(lineOut), activities: z.array(activityOut) }),
+      method: 'get', path: '/quotes/{id}', tag, auth: 'session', summary: 'A quote with its lines and activities, and the url of its public page',
+      description:
+        'url is the public page, APP_URL/q/{public_token}, as POST /quotes/{id}/send answers it; null while the quote is a draft (its page ' +
+        'opens once it is sent). The list (GET /quotes) has no url: its quotes are sent as stored, each with its public_token.',
+      response: z.object({ quote: quoteOut, lines: z.array(lineOut), activities: z.array(activityOut), url: pageUrl.nullable() }),
     },
-    async ({ params, auth }) => getQuote(db, auth.access, params.id),
+    async ({ params, auth }) => {
+      const found = await getQuote(db, auth.access, params.id);
+      return { ...found, url: found.quote.status === 'draft' ? null : publicUrl(config.APP_URL, found.quote) };
+    },
   );
 
   api.route(
@@ -95,22 +105,34 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
 
   api.route(
     {
-      method: 'post', path: '/quotes/{id}/send', tag, auth: 'session', body: sendQuoteBody, response: z.object({ quote: quoteOut, url: z.url() }),
+      method: 'post', path: '/quotes/{id}/send', tag, auth: 'session', body: sendQuoteBody, response: z.object({ quote: quoteOut, url: pageUrl }),
       summary: 'draft → sent, mailing the customer a link to the public page (notify: false skips the mail); answers the page url',
-      errors: { 409: 'Not a draft', 502: 'The mail server refused the message', 503: 'Mail is not configured (the quote stays a draft)' },
+      description:
+        'A quote whose valid_until has passed (the day before today, UTC, or earlier) is not sent: 409 naming valid_until; change it (or clear it) ' +
+        'while the quote is a draft, then send.',
+      errors: { 409: 'Not a draft, or its valid_until has passed', 502: 'The mail server refused the message', 503: 'Mail is not configured (the quote stays a draft)' },
     },
     async ({ params, body, auth }) => db.transaction((trx) => sendQuote(trx, auth.access, params.id, body, { mailer, appUrl: config.APP_URL })),
   );
 
-  const moves: [string, QuoteStatus, string][] = [
-    ['accept', 'accepted', 'sent → accepted; emits quote.accepted'],
-    ['decline', 'declined', 'sent → declined; emits quote.declined'],
-    ['cancel', 'cancelled', 'draft, sent or accepted → cancelled; emits quote.cancelled'],
-    ['mark-paid', 'paid', 'accepted → paid; emits quote.paid'],
+  // valid_until is the last day (UTC) a quote holds. Expiry is no status of its own (the spec's statuses are six):
+  // past that day the quote keeps its status but can no longer be accepted or paid, here or on its public page.
+  const expiry =
+    'Past the quote\'s valid_until (the last day, UTC, on which it holds) it can no longer be accepted or paid: 409 naming valid_until, as ' +
+    'the public page shows "This quote expired on …" without buttons. It can still be declined or cancelled. A Stripe payment started in time ' +
+    'is recorded whenever it completes.';
+  const moves: [string, QuoteStatus, string, string | undefined][] = [
+    ['accept', 'accepted', 'sent → accepted, until valid_until has passed; emits quote.accepted', expiry],
+    ['decline', 'declined', 'sent → declined; emits quote.declined', undefined],
+    ['cancel', 'cancelled', 'draft, sent or accepted → cancelled; emits quote.cancelled', undefined],
+    ['mark-paid', 'paid', 'accepted → paid, until valid_until has passed; emits quote.paid', expiry],
   ];
-  for (const [path, to, summary] of moves) {
+  for (const [path, to, summary, description] of moves) {
     api.route(
-      { method: 'post', path: `/quotes/{id}/${path}`, tag, auth: 'session', response: one, summary, errors: { 409: 'Not allowed from the current status' } },
+      {
+        method: 'post', path: `/quotes/{id}/${path}`, tag, auth: 'session', response: one, summary, ...(description ? { description } : {}),
+        errors: { 409: description ? 'Not allowed from the current status, or the quote has expired (valid_until has passed)' : 'Not allowed from the current status' },
+      },
       async ({ params, auth }) => ({ quote: await db.transaction((trx) => transitionQuote(trx, auth.access, params.id, to)) }),
     );
   }

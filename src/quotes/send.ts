@@ -1,9 +1,9 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { Unavailable, Validation } from '../errors.js';
+import { Conflict, Unavailable, Validation } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
 import { renderMail } from '../templates.js';
-import { assertTransition, lockedQuoteForUser, transition, type QuoteJson } from './service.js';
+import { assertTransition, expiredOn, lockedQuoteForUser, transition, type QuoteJson } from './service.js';
 
 /** The public page of a quote: the link mailed to its customer. */
 export function publicUrl(appUrl: string, quote: QuoteJson): string {
@@ -22,8 +22,12 @@ export async function sendQuote(
   mail: { mailer: Mailer | null; appUrl: string },
 ): Promise<{ quote: QuoteJson; url: string }> {
   const quote = await lockedQuoteForUser(trx, access, id);
-  // A quote that cannot be sent is 409 naming its status, before any mail check (503, 422).
+  // A quote that cannot be sent is 409 naming its status, or its valid_until once past, before any mail check (503, 422).
   assertTransition(quote, 'sent');
+  const expired = expiredOn(quote);
+  if (expired) {
+    throw new Conflict(`Quote ${quote.quote_number} cannot be sent: its valid_until (${expired}) has passed. Set a later valid_until, or none, first.`);
+  }
   const notify = input.notify !== false;
   if (notify && !mail.mailer) {
     throw new Unavailable('Mail is not configured on this server (SMTP_URL is unset); send with "notify": false to mark the quote sent without mailing it.');

@@ -273,6 +273,9 @@ const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: 
          (select '[' || coalesce(string_agg(json, ',' order by id), '') || ']' from inserted) as lines
   from t`);
 
+/** A new quote's currency when neither the request nor its channel names one. */
+const DEFAULT_CURRENCY = 'USD';
+
 /** A quote and its lines as the API sends them: JSON text, kept as PostgreSQL rendered it. */
 export interface QuoteText {
   quote: string;
@@ -280,7 +283,8 @@ export interface QuoteText {
 }
 
 /**
- * Creates a draft with its lines; `quote.created` carries the quote and its lines. The number of
+ * Creates a draft with its lines; `quote.created` carries the quote and its lines. Its currency is the one
+ * given, else its channel's (a GBP channel's quotes are in GBP unless told otherwise), else USD. The number of
  * statements does not grow with the lines (6 with BEGIN and COMMIT): the customer and the SKUs are
  * looked up in one query; the quote, its lines and its totals are written by one statement, whose
  * RETURNING gives the lines of the reply; then one statement takes the gap-free number and writes the
@@ -295,7 +299,7 @@ export async function createQuote(
   input: QuoteInput & { external_id?: string | null },
 ): Promise<QuoteText> {
   const workspaceId = access.workspaceId;
-  await assertChannelExists(trx, workspaceId, input.channel_id);
+  const channel = await assertChannelExists(trx, workspaceId, input.channel_id);
   await assertChannelAccess(trx, access, input.channel_id, 'write');
   const given = input.lines ?? [];
   const { customer, variants } = await quoteReferences(trx, access, input, given.flatMap((l) => (l.sku ? [l.sku] : [])));
@@ -306,7 +310,7 @@ export async function createQuote(
     JSON.stringify(lines), discount, input.tax_rate ?? '0',
     // A unique placeholder until the number is taken at the end.
     workspaceId, `pending:${publicToken}`, customer?.id ?? null, customer?.name ?? null, customer?.email ?? null, input.channel_id ?? null,
-    input.currency ?? 'USD', input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
+    input.currency ?? channel?.currency ?? DEFAULT_CURRENCY, input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
     workspaceId,
   ]).catch(totalOverflow('lines'));
   if (created.id === null) throw tooMuchDiscount(discount, created.subtotal);
@@ -456,6 +460,23 @@ async function afterLineChange(trx: Db, access: Access, quoteId: number, lineId:
   return { quote: await quoteById(trx, access, quoteId), line };
 }
 
+/**
+ * The day the quote's validity ended, or null while it holds (or it has no valid_until). valid_until is the last
+ * day, in UTC, on which the quote may be accepted or paid; the statuses stay the addendum's six, expiry is no status.
+ */
+export function expiredOn(quote: QuoteJson, now = new Date()): string | null {
+  const until = quote.valid_until;
+  return typeof until === 'string' && until < now.toISOString().slice(0, 10) ? until : null;
+}
+
+/** 409 naming valid_until when the quote has expired: it can no longer be accepted or paid. */
+export function assertNotExpired(quote: QuoteJson, to: Extract<QuoteStatus, 'accepted' | 'paid'>): void {
+  const expired = expiredOn(quote);
+  if (expired) {
+    throw new Conflict(`Quote ${quote.quote_number} expired on ${expired} (valid_until); it can no longer be ${to === 'accepted' ? 'accepted' : 'paid'}.`);
+  }
+}
+
 /** 409 naming the current status unless the addendum allows the quote to become `to`. */
 export function assertTransition(quote: QuoteJson, to: QuoteStatus): void {
   if (!transitions[quote.status].includes(to)) {
@@ -499,9 +520,14 @@ const movingText = (event: FoldedEvent | null) => `
   select api_json::json as quote${event ? `, ${event.column}` : ''} from q`;
 const moveQuote = emittingStatement<{ quote: QuoteJson }>('quoting_move_quote', QUOTE_MOVED, movingText);
 
-/** A transition requested through the API by a signed-in user (write access to the quote's channel). */
+/**
+ * A transition requested through the API by a signed-in user (write access to the quote's channel). Past its
+ * valid_until a quote can no longer be accepted or marked paid (409); it can still be declined or cancelled.
+ */
 export async function transitionQuote(trx: Db, access: Access, id: number, to: QuoteStatus): Promise<QuoteJson> {
   const quote = await accessibleQuote(trx, access, id, 'write', true);
+  assertTransition(quote, to);
+  if (to === 'accepted' || to === 'paid') assertNotExpired(quote, to);
   return transition(trx, access, quote, to);
 }
 

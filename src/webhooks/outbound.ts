@@ -2,23 +2,22 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net, { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-/** Loopback, private, link-local and other non-public ranges that outbound requests may not reach. */
-const forbidden = new BlockList();
-for (const [address, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) {
-  forbidden.addSubnet(address, prefix, 'ipv4');
-}
-for (const [address, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-  // Teredo hides the client's IPv4 (XOR-ed) and names a relay: refused whole rather than decoded.
-  ['2001::', 32],
-  // Local-use NAT64 (RFC 8215) translates into a network of the operator's choosing.
-  ['64:ff9b:1::', 48],
-] as const) {
-  forbidden.addSubnet(address, prefix, 'ipv6');
+/**
+ * Whether an address lies in one of IANA's special-purpose ranges (private, loopback, link-local, documentation,
+ * benchmarking, multicast, reserved, Teredo, …): ipaddr.js's `range()` names the range, `unicast` being everything
+ * else. Returns the range's name, or null for an ordinary public address; an address that does not parse counts as special.
+ */
+function specialRange(address: string): string | null {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(address);
+  } catch {
+    return 'unparsable';
+  }
+  const range = parsed.range();
+  return range === 'unicast' ? null : range;
 }
 
 /**
@@ -51,8 +50,9 @@ function ipv6Groups(address: string): number[] {
 export class OutboundRefused extends Error {}
 
 /**
- * Checks one resolved address; allowed CIDRs (OUTBOUND_ALLOWED_CIDRS) win over the forbidden ranges.
- * An IPv6 address that embeds an IPv4 one (see embeddedIpv4) is judged by that IPv4 address too.
+ * Checks one resolved address; allowed CIDRs (OUTBOUND_ALLOWED_CIDRS) win over the special ranges. An IPv6 address
+ * that embeds an IPv4 one (see embeddedIpv4) is judged by that IPv4 address alone: its own prefix (IPv4-mapped,
+ * NAT64, 6to4) is a special range only as a way of reaching the IPv4 host.
  */
 export function outboundPolicy(allowedCidrs: string[]): (address: string) => void {
   const allowed = new BlockList();
@@ -60,16 +60,19 @@ export function outboundPolicy(allowedCidrs: string[]): (address: string) => voi
     const [address, bits] = cidr.split('/');
     allowed.addSubnet(address, Number(bits), isIP(address) === 6 ? 'ipv6' : 'ipv4');
   }
-  const refuse = (address: string, embedded?: string) =>
+  const refuse = (address: string, range: string, embedded?: string) =>
     new OutboundRefused(
-      `refused to connect to ${address}${embedded ? ` (which embeds ${embedded})` : ''}: a private, loopback, link-local or tunnel address (allow it with OUTBOUND_ALLOWED_CIDRS)`,
+      `refused to connect to ${address}${embedded ? ` (which embeds ${embedded})` : ''}: not a public address (IANA special-purpose range: ${range}); allow it with OUTBOUND_ALLOWED_CIDRS`,
     );
   return (address) => {
     const family: 'ipv4' | 'ipv6' = isIP(address) === 6 ? 'ipv6' : 'ipv4';
     if (allowed.check(address, family)) return;
-    if (forbidden.check(address, family)) throw refuse(address);
+    // Teredo and local-use NAT64 are not decoded (the one hides its client, the other maps into a network of the
+    // operator's choosing), so they are judged as the special ranges they are, and refused.
     const embedded = embeddedIpv4(address);
-    if (embedded && !allowed.check(embedded, 'ipv4') && forbidden.check(embedded, 'ipv4')) throw refuse(address, embedded);
+    if (embedded && allowed.check(embedded, 'ipv4')) return;
+    const range = specialRange(embedded ?? address);
+    if (range) throw refuse(address, range, embedded);
   };
 }
 
