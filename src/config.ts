@@ -12,14 +12,18 @@ const optionalText = z
   .transform((v) => (v === '' ? undefined : v))
   .optional();
 
-/** The scheme is checked too: `localhost:5432/db` parses as a URL whose scheme is `localhost:`. */
-const url = (what: string, protocols: string[]) =>
+/**
+ * The scheme is checked too: `localhost:5432/db` parses as a URL whose scheme is `localhost:`. With `host`,
+ * so is the host: `smtp:/bad` parses (smtp is no scheme WHATWG knows) with none, and mail would go nowhere.
+ */
+const url = (what: string, protocols: string[], options: { host?: boolean } = {}) =>
   z
     .string()
     .trim()
     .refine((v) => {
       try {
-        return protocols.includes(new URL(v).protocol);
+        const parsed = new URL(v);
+        return protocols.includes(parsed.protocol) && (!options.host || parsed.hostname !== '');
       } catch {
         return false;
       }
@@ -44,7 +48,7 @@ export const configSchema = z.object({
     .transform((v) => (v === undefined || v === '' ? undefined : Number(v)))
     .refine((v) => v === undefined || (Number.isInteger(v) && v >= 0), 'expects a whole number of days (0 or more)'),
   TRUST_PROXY: flag.default(false),
-  SMTP_URL: url('an SMTP URL such as smtp://user:pass@mail.example.com:587', ['smtp:', 'smtps:']).optional().or(z.literal('').transform(() => undefined)),
+  SMTP_URL: url('an SMTP URL such as smtp://user:pass@mail.example.com:587', ['smtp:', 'smtps:'], { host: true }).optional().or(z.literal('').transform(() => undefined)),
   MAIL_FROM: z.string().trim().min(3).default('Quoting <no-reply@localhost>'),
   STRIPE_SECRET_KEY: optionalText,
   STRIPE_WEBHOOK_SECRET: optionalText,

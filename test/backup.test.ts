@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { freePort, migratedDataDir, newDataDir, runCli, scratchPostgres, startServe, tempDir, usingPostgres } from './helpers/cli.js';
+import { freePort, migratedDataDir, newDataDir, runCli, scratchPostgres, startServe, tempDir } from './helpers/cli.js';
+import { embeddedTest, postgresTest } from './helpers/skip.js';
 import { Client } from './helpers/client.js';
 
 const owner = { email: 'owner@backup.test', password: 'correct horse battery' };
@@ -29,12 +30,8 @@ async function readBack(t: ExecutionContext, env: Record<string, string>, custom
   await server.stop();
 }
 
-test('backup and restore on the embedded database: the data survives into a fresh DATA_DIR, and the restored instance serves it', async (t) => {
+embeddedTest('backup and restore on the embedded database: the data survives into a fresh DATA_DIR, and the restored instance serves it', async (t) => {
   t.timeout(600_000);
-  if (usingPostgres) {
-    t.log('skipped: this is the embedded-database round trip (the PostgreSQL one runs below)');
-    return t.pass();
-  }
   const source = { DATA_DIR: await migratedDataDir(t) };
   const server = await startServe(t, ['--port', String(await freePort())], { env: source });
   const customerId = await createData(server.url);
@@ -63,12 +60,8 @@ test('backup and restore on the embedded database: the data survives into a fres
   await readBack(t, source, customerId);
 });
 
-test('backup and restore on PostgreSQL (pg_dump custom format): the data survives into a fresh database, which serves it', async (t) => {
+postgresTest('backup and restore on PostgreSQL (pg_dump custom format): the data survives into a fresh database, which serves it', async (t) => {
   t.timeout(600_000);
-  if (!usingPostgres) {
-    t.log('skipped: needs PostgreSQL (set TEST_DATABASE_URL)');
-    return t.pass();
-  }
   const source = { DATABASE_URL: await scratchPostgres(t, { migrated: true }) };
   const server = await startServe(t, ['--port', String(await freePort())], { env: source });
   const customerId = await createData(server.url);
@@ -99,12 +92,8 @@ test('backup and restore on PostgreSQL (pg_dump custom format): the data survive
   t.regex(wrongKind.errorLines[0], /is a PostgreSQL backup \(pg_dump\): restore it with DATABASE_URL set$/);
 });
 
-test('backup without pg_dump on the PATH says what to install', async (t) => {
+postgresTest('backup without pg_dump on the PATH says what to install', async (t) => {
   t.timeout(600_000);
-  if (!usingPostgres) {
-    t.log('skipped: needs PostgreSQL (set TEST_DATABASE_URL)');
-    return t.pass();
-  }
   const env = { DATABASE_URL: await scratchPostgres(t, { migrated: true }), PATH: tempDir(t) };
   const file = path.join(tempDir(t), 'x.dump');
   const result = await runCli(['backup', '--out', file], { env });

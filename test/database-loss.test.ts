@@ -3,6 +3,7 @@ import knexFactory from 'knex';
 import pg from 'pg';
 import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
 import { usingPostgres } from './helpers/database.js';
+import { testWhen } from './helpers/skip.js';
 import { isDatabaseUnavailable } from '../src/errors.js';
 
 // Terminating backends is confined to this file's own database, so other test files never notice.
@@ -15,6 +16,8 @@ const terminate = async (db: TestApp['db']): Promise<number[]> =>
     )
   ).rows[0].pids;
 
+const serialPostgresTest = testWhen(usingPostgres, 'needs PostgreSQL to terminate server backends: set TEST_DATABASE_URL', { serial: true });
+
 let app: TestApp | undefined;
 test.before(async () => {
   if (usingPostgres) app = await startApp();
@@ -23,11 +26,8 @@ test.after.always(async () => {
   await app?.close();
 });
 
-test.serial('a connection lost in the middle of a transaction is 503, never 500: backends terminated while writes run', async (t) => {
-  if (!app) {
-    t.log('skipped: needs PostgreSQL (TEST_DATABASE_URL) to terminate server backends');
-    return t.pass();
-  }
+serialPostgresTest('a connection lost in the middle of a transaction is 503, never 500: backends terminated while writes run', async (t) => {
+  if (!app) throw new Error('the app did not start');
   const owner = await signUpOwner(app);
   const killer = knexFactory({ client: 'pg', connection: { connectionString: app.database.url, application_name: 'quoting-test-killer' }, pool: { min: 1, max: 1 } });
   t.teardown(() => killer.destroy());
@@ -81,11 +81,8 @@ test.serial('a connection lost in the middle of a transaction is 503, never 500:
   t.is(after.status, 201, after.text);
 });
 
-test.serial('the errors pg raises for a connection killed mid-transaction are classified as a lost database', async (t) => {
-  if (!app) {
-    t.log('skipped: needs PostgreSQL (TEST_DATABASE_URL) to terminate server backends');
-    return t.pass();
-  }
+serialPostgresTest('the errors pg raises for a connection killed mid-transaction are classified as a lost database', async (t) => {
+  if (!app) throw new Error('the app did not start');
   const errors: unknown[] = [];
 
   // The statement running when the backend goes: "terminating connection due to administrator command".

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { bin, cliEnv, freePort, migratedBackend, runCli as runCliWithin, startServe, tempDir, usingPostgres, type CliOptions, type CliResult } from './helpers/cli.js';
+import { embeddedTest, testWhen } from './helpers/skip.js';
 
 /** Generous: the machine may be busy; nothing here measures time. */
 const runCli = (args: string[], options: CliOptions = {}) => runCliWithin(args, { timeoutMs: 180_000, ...options });
@@ -111,7 +112,7 @@ test('orders from standard input; usage errors exit 2; a missing file is one lin
   t.deepEqual(header.errorLines, ['error: The CSV has no price column (required for an order import).']);
 });
 
-const hasScript = spawnSync('script', ['--version']).status === 0;
+const terminalTest = testWhen(spawnSync('script', ['--version']).status === 0, 'needs script(1) from util-linux for a pseudo-terminal');
 
 /** Runs `quoting <args>` in a pseudo-terminal 120 columns wide; the screen without escape sequences. */
 async function onTerminal(args: string, env: Record<string, string | undefined>): Promise<{ code: number | null; screen: string }> {
@@ -128,12 +129,7 @@ async function onTerminal(args: string, env: Record<string, string | undefined>)
   return { code: result.code, screen: result.out.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '') };
 }
 
-test('on a terminal: the ink view shows the bar, rows/s, failed and ETA, then the summary and the first errors', async (t) => {
-  if (!hasScript) {
-    t.log('skipped: needs script(1) from util-linux for a pseudo-terminal');
-    t.pass();
-    return;
-  }
+terminalTest('on a terminal: the ink view shows the bar, rows/s, failed and ETA, then the summary and the first errors', async (t) => {
   const { env, file } = await setUp(t);
   let many = 'product_sku,name,variant_sku,price\n';
   for (let i = 0; i < 3000; i++) many += `P-${i},Product ${i},P-${i}-V,${i % 100 === 7 ? 'oops' : '1.00'}\n`;
@@ -151,12 +147,7 @@ test('on a terminal: the ink view shows the bar, rows/s, failed and ETA, then th
   t.notRegex(screen, /progress: /, 'no plain progress lines on a terminal');
 });
 
-test('on a terminal under a CI system (CI=true): plain progress lines, since a CI log keeps only a live view\'s last frame', async (t) => {
-  if (!hasScript) {
-    t.log('skipped: needs script(1) from util-linux for a pseudo-terminal');
-    t.pass();
-    return;
-  }
+terminalTest('on a terminal under a CI system (CI=true): plain progress lines, since a CI log keeps only a live view\'s last frame', async (t) => {
   const { env, file } = await setUp(t);
   const csv = file('products.csv', products);
   const result = await onTerminal(`import products ${csv} --workspace acme`, { ...env, CI: 'true' });
@@ -166,12 +157,7 @@ test('on a terminal under a CI system (CI=true): plain progress lines, since a C
   t.notRegex(result.screen, /Importing products into acme/);
 });
 
-test('while quoting serve holds the embedded database, the caller\'s terminal and CI variables decide the view', async (t) => {
-  if (usingPostgres || !hasScript) {
-    t.log(usingPostgres ? 'skipped: this is about the embedded database; it runs when TEST_DATABASE_URL is unset' : 'skipped: needs script(1) from util-linux for a pseudo-terminal');
-    t.pass();
-    return;
-  }
+(usingPostgres ? embeddedTest : terminalTest)('while quoting serve holds the embedded database, the caller\'s terminal and CI variables decide the view', async (t) => {
   const { env, file } = await setUp(t);
   const person = { ...env, CI: undefined, CONTINUOUS_INTEGRATION: undefined };
   const csv = (name: string, sku: string) => file(name, products.replace(/TEE/g, sku));

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test, { type ExecutionContext } from 'ava';
 import { cliEnv, tempDir } from './helpers/cli.js';
+import { testWhen } from './helpers/skip.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const script = path.join(root, 'install.sh');
@@ -157,11 +158,7 @@ test('an old Node.js stops the installer with one line saying what to install', 
   t.deepEqual(fs.readdirSync(stage), []);
 });
 
-test('install.sh is clean under shellcheck', (t) => {
-  if (!has('shellcheck')) {
-    t.log('skipped: shellcheck is not installed (apt-get install shellcheck)');
-    return t.pass();
-  }
+testWhen(has('shellcheck'), 'shellcheck is not installed: apt-get install shellcheck')('install.sh is clean under shellcheck', (t) => {
   const result = spawnSync('shellcheck', [script], { encoding: 'utf8' });
   t.is(result.status, 0, result.stdout);
   t.is(result.stdout, '');
@@ -224,14 +221,10 @@ test('--root writes the program, a 0640 env file with generated secrets and sign
   t.deepEqual(snapshot(stage), before, 'the re-run left every file as it was (content, mode and mtime)');
 });
 
-test('units pass systemd-analyze verify', async (t) => {
+testWhen(has('systemd-analyze'), 'systemd-analyze is not installed')('units pass systemd-analyze verify', async (t) => {
   t.timeout(900_000);
   const { stage, first } = await stagedInstall(t);
   t.is(first.code, 0);
-  if (!has('systemd-analyze')) {
-    t.log('skipped: systemd-analyze is not installed');
-    return t.pass();
-  }
   const units = path.join(stage, 'etc/systemd/system');
   for (const unit of ['quoting.service', 'quoting-worker.service', 'quoting-worker.timer']) {
     const result = spawnSync('systemd-analyze', ['verify', unit], { cwd: units, encoding: 'utf8' });

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
 import { usingPostgres } from './helpers/database.js';
+import { testWhen } from './helpers/skip.js';
 import { skuConflict } from '../src/products/service.js';
 
 let app: TestApp;
@@ -423,11 +424,7 @@ test('text PostgreSQL cannot store (NUL, unpaired surrogates) is a 422 naming th
 // The product's stored text (list_json) is rewritten by the statement that writes a variant: see migration
 // 20261125120000_product_list_json. Two transactions adding variants to one product at once must each read the
 // other's committed variant, or the text keeps only one of them.
-test('two transactions adding variants to one product at once: the product holds both, in its list and its read', async (t) => {
-  if (!usingPostgres) {
-    t.log('skipped: PGlite runs one transaction at a time (set TEST_DATABASE_URL to run it on PostgreSQL)');
-    return t.pass();
-  }
+testWhen(usingPostgres, 'PGlite runs one transaction at a time: set TEST_DATABASE_URL to run it on PostgreSQL')('two transactions adding variants to one product at once: the product holds both, in its list and its read', async (t) => {
   const product = await createProduct(owner, { sku: sku('BOTH'), name: 'Two writers' });
   const insert = (trx: typeof app.db, variantSku: string) =>
     trx.raw(`insert into variants (workspace_id, product_id, sku, name, price) values (?, ?, ?, ?, 5)`, [owner.workspace.id, product.id, variantSku, variantSku]);

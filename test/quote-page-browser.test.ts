@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import test from 'ava';
 import { chromium, type Browser } from 'playwright-core';
 import { startApp, signUpOwner, uniqueEmail } from './helpers/app.js';
+import { testWhen } from './helpers/skip.js';
 import { startReceiver } from './helpers/receiver.js';
 import { DeliveryWorker, workerSettings } from '../src/webhooks/worker.js';
 import { PATIENCE_MS } from './helpers/patience.js';
@@ -11,15 +11,11 @@ import { PATIENCE_MS } from './helpers/patience.js';
 /** Debian's Chromium; playwright-core never downloads a browser of its own. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const browserTest = testWhen(fs.existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`);
 /** Screenshots of what the customer sees, for a person to look at. */
 const SHOTS = process.env.QUOTE_PAGE_SCREENSHOTS ?? path.join(os.tmpdir(), 'quote-page-screenshots');
 
-test('a customer opens the quote page in a browser, accepts, and the subscriber gets a signed quote.accepted', async (t) => {
-  if (!fs.existsSync(CHROMIUM)) {
-    t.log(`SKIPPED: no Chromium at ${CHROMIUM}; install it with "apt-get install -y chromium" (or set CHROMIUM_PATH) to run this browser test.`);
-    t.pass();
-    return;
-  }
+browserTest('a customer opens the quote page in a browser, accepts, and the subscriber gets a signed quote.accepted', async (t) => {
   const app = await startApp({ OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' });
   t.teardown(() => app.close());
   const receiver = await startReceiver();

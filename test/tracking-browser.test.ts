@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import test from 'ava';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startApp, signUpOwner, uniqueEmail } from './helpers/app.js';
+import { testWhen } from './helpers/skip.js';
 
 /** Debian's Chromium; playwright-core never downloads a browser of its own. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const browserTest = testWhen(fs.existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`);
 
 /** A shop's page on its own origin, embedding the tag as the README shows. */
 async function startShop(tagUrl: string): Promise<{ url: string; close(): Promise<void> }> {
@@ -35,12 +36,7 @@ async function sent(page: Page, action: () => Promise<unknown>): Promise<number>
   return response.status();
 }
 
-test('the tag in a real browser: page_view on load, quoting.track, nothing under GPC; joined events show on the customer and the quote', async (t) => {
-  if (!fs.existsSync(CHROMIUM)) {
-    t.log(`SKIPPED: no Chromium at ${CHROMIUM}; install it with "apt-get install -y chromium" (or set CHROMIUM_PATH) to run this browser test.`);
-    t.pass();
-    return;
-  }
+browserTest('the tag in a real browser: page_view on load, quoting.track, nothing under GPC; joined events show on the customer and the quote', async (t) => {
   const app = await startApp();
   t.teardown(() => app.close());
   const owner = await signUpOwner(app, 'Browser Shop');

@@ -5,6 +5,7 @@ import { Client } from './helpers/client.js';
 import { migrateLatest } from '../src/db/migrations.js';
 import { PATIENCE_MS } from './helpers/patience.js';
 import { freePort, migratedBackend, newDataDir, postgresTest, runCli, startServe, usingPostgres } from './helpers/cli.js';
+import { embeddedTest } from './helpers/skip.js';
 
 /** A workspace written straight into the database (no server runs yet); returns its id and public key. */
 async function seedWorkspace(backend: Record<string, string>): Promise<{ id: number; slug: string; publicKey: string }> {
@@ -106,12 +107,7 @@ test('`quoting worker` purges events older than TRACK_RETENTION_DAYS', async (t)
   t.deepEqual(await remaining(backend, id), ['recent']);
 });
 
-test('`quoting serve` on the embedded database purges expired events itself', async (t) => {
-  if (usingPostgres) {
-    t.log('skipped: this is about the embedded database; it runs when TEST_DATABASE_URL is unset');
-    t.pass();
-    return;
-  }
+embeddedTest('`quoting serve` on the embedded database purges expired events itself', async (t) => {
   const backend = await backendFor(t);
   const { id } = await seedWorkspace(backend);
   await seedEvents(backend, id);

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import test, { type ExecutionContext } from 'ava';
+import type { ExecutionContext } from 'ava';
 import { signUpOwner, startApp, uniqueEmail, type TestApp } from './helpers/app.js';
 import { bin, cliEnv, freePort, migratedDataDir, postgresTest, runCli, startServe, usingPostgres } from './helpers/cli.js';
 import { startReceiver } from './helpers/receiver.js';
+import { embeddedTest } from './helpers/skip.js';
 
 const ALLOW_LOOPBACK = { OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' };
 
@@ -90,12 +91,8 @@ postgresTest('SIGTERM during a batch: the deliveries in hand finish and are reco
   t.deepEqual(rows.map((r) => [r.status, r.claim_token, r.attempts]), [['succeeded', null, 1], ['succeeded', null, 1], ['succeeded', null, 1]]);
 });
 
-test('on the embedded database held by quoting serve, a cron-run worker exits 0 and prints nothing (serve delivers)', async (t) => {
+embeddedTest('on the embedded database held by quoting serve, a cron-run worker exits 0 and prints nothing (serve delivers)', async (t) => {
   t.timeout(300_000);
-  if (usingPostgres) {
-    t.log('skipped: this is about the embedded database (it runs without TEST_DATABASE_URL)');
-    return t.pass();
-  }
   const env = { DATA_DIR: await migratedDataDir(t) };
   const server = await startServe(t, ['--port', String(await freePort())], { env });
   const run = await runCli(['worker'], { env });

@@ -20,8 +20,6 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
       writeErr: (text) => io.stderr.write(text),
       getOutHelpWidth: () => io.stdout.columns ?? 80,
       getErrHelpWidth: () => io.stdout.columns ?? 80,
-      // One line per error: commander puts "(Did you mean …?)" on a line of its own.
-      outputError: (text, write) => write(text.trim().replace(/\s*\n\s*/g, ' ') + " (see 'quoting --help')\n"),
     });
   const run = runner(io, args);
 
@@ -118,7 +116,18 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     .option('--password <password>', "the new password (at least 10 characters); '-' reads it from stdin")
     .action(run(async (opts, io) => (await import('./user.js')).setPasswordCommand(opts, io)));
 
+  pointToHelp(program, 'quoting');
   return program;
+}
+
+/**
+ * A usage error is one line ending with the help of the command that was mistyped (`quoting import --help`):
+ * set on every command once all are defined, so a command added later gets it too. One line, as commander
+ * puts "(Did you mean …?)" on a line of its own.
+ */
+function pointToHelp(command: Command, name: string): void {
+  command.configureOutput({ ...command.configureOutput(), outputError: (text, write) => write(`${text.trim().replace(/\s*\n\s*/g, ' ')} (see '${name} --help')\n`) });
+  for (const sub of command.commands) pointToHelp(sub, `${name} ${sub.name()}`);
 }
 
 /** This package's version (npm_package_version would be that of whichever package runs the script). */
@@ -184,7 +193,9 @@ export async function runProgram(args: string[], io: CommandIo): Promise<number>
 }
 
 export async function main(argv: string[]): Promise<void> {
-  process.exitCode = await runProgram(argv.slice(2), processIo());
+  const io = processIo();
+  const code = await runProgram(argv.slice(2), io);
+  process.exitCode = io.closedOutputStatus ?? code;
 }
 
 async function exitCodeFor(err: unknown, io: CommandIo): Promise<number> {

@@ -14,12 +14,31 @@ export interface CommandIo {
   signal: AbortSignal;
 }
 
+/** The exit status of a command whose reader went away (`| head -1`): what a shell shows for a SIGPIPE. */
+export const CLOSED_OUTPUT_STATUS = 141;
+
 /**
  * The command's own process. The signal handlers are installed only when a command asks for the
  * signal: a command that never looks at it is stopped by Ctrl-C at once, as any program is.
+ * A closed stdout or stderr ends the command the same way, quietly.
  */
-export function processIo(): CommandIo {
+export function processIo(): CommandIo & { readonly closedOutputStatus: number | undefined } {
   let stop: AbortController | undefined;
+  let closedOutputStatus: number | undefined;
+  const closed = (which: 'stdout' | 'stderr') => (err: NodeJS.ErrnoException) => {
+    if (closedOutputStatus !== undefined) return;
+    closedOutputStatus = process.exitCode = err.code === 'EPIPE' ? CLOSED_OUTPUT_STATUS : 1;
+    // A full disk or a lost terminal is worth a line where one can still be written; a reader gone is not.
+    if (closedOutputStatus === 1 && which === 'stdout') process.stderr.write(`error: cannot write to standard output: ${err.message}\n`);
+    // Later writes are dropped: a command finishing up, or copying a served command's output, must not wait
+    // for a 'drain' that cannot come.
+    for (const stream of [process.stdout, process.stderr]) dropWrites(stream);
+    // A command that took the signal stops as on Ctrl-C (closing what it holds); any other ends at once.
+    if (stop) stop.abort();
+    else process.exit(closedOutputStatus);
+  };
+  process.stdout.on('error', closed('stdout'));
+  process.stderr.on('error', closed('stderr'));
   return {
     stdin: process.stdin,
     stdout: process.stdout,
@@ -33,7 +52,18 @@ export function processIo(): CommandIo {
       }
       return stop.signal;
     },
+    get closedOutputStatus() {
+      return closedOutputStatus;
+    },
   };
+}
+
+function dropWrites(stream: Writable): void {
+  stream.write = ((...args: unknown[]) => {
+    const done = args.find((arg) => typeof arg === 'function') as (() => void) | undefined;
+    if (done) process.nextTick(done);
+    return true;
+  }) as Writable['write'];
 }
 
 /**

@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import test, { type ExecutionContext } from 'ava';
+import type { ExecutionContext } from 'ava';
 import knexFactory from 'knex';
 import { configSchema } from '../../src/config.js';
 import { openPostgres } from '../../src/db/database.js';
@@ -14,6 +14,7 @@ import { usingPostgres, withDatabase } from './database.js';
 import { PATIENCE_MS } from './patience.js';
 
 export { usingPostgres };
+export { postgresTest } from './skip.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 export const bin = path.join(root, 'bin', 'quoting');
@@ -219,14 +220,4 @@ export async function scratchPostgres(t: ExecutionContext, options: { migrated: 
 export async function migratedBackend(t: ExecutionContext): Promise<Record<string, string>> {
   if (usingPostgres) return { DATABASE_URL: await scratchPostgres(t, { migrated: true }) };
   return { DATA_DIR: await migratedDataDir(t) };
-}
-
-/** Registers a test that needs PostgreSQL; without TEST_DATABASE_URL it passes with a printed reason instead. */
-export function postgresTest(title: string, fn: (t: ExecutionContext) => Promise<void>): void {
-  if (usingPostgres) test(title, fn);
-  else
-    test(title, (t) => {
-      t.log('skipped: needs PostgreSQL (set TEST_DATABASE_URL)');
-      t.pass();
-    });
 }
