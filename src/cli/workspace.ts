@@ -23,7 +23,7 @@ export async function createWorkspaceCommand(opts: Record<string, unknown>, io: 
       const owner = await createUser(trx, { email, password, name: '' });
       return createWorkspace(trx, { name, slug, ownerId: owner.id, trialDays: config.TRIAL_DAYS });
     }),
-    { needsSchema: true },
+    { needsSchema: true, create: true },
   );
   say(io.stdout, `Workspace "${workspace.name}" created (slug ${workspace.slug}, status ${workspace.status}).`);
   say(io.stdout, `Owner:      ${email}`);
