@@ -32,6 +32,11 @@ export interface MigrationStatus {
   pending: string[];
 }
 
+/** Every migration of this version, in order (what a database without any has pending). */
+export async function allMigrations(): Promise<string[]> {
+  return (await source.getMigrations([])).map((m) => m.name);
+}
+
 export async function migrationStatus(knex: Knex): Promise<MigrationStatus> {
   const [completed, pending] = (await knex.migrate.list(migratorConfig)) as [{ name: string }[], MigrationFile[]];
   return { applied: completed.map((m) => m.name), pending: pending.map((m) => m.name) };
