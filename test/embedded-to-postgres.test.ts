@@ -92,13 +92,14 @@ const numberOf = (quote: { quote_number: string }) => Number(quote.quote_number.
     t.timeout(300_000);
     const file = path.join(tempDir(t), 'cut.backup');
     fs.writeFileSync(file, Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x01, 0x02]));
-    const url = await scratchPostgres(t, { migrated: true });
+    const url = await scratchPostgres(t, { migrated: false });
     const result = await runCli(['restore', file], { env: { DATABASE_URL: url } });
     t.is(result.code, 1);
     t.is(result.errorLines.length, 1, result.stderr);
-    t.regex(result.errorLines[0], new RegExp(`^error: ${file} could not be opened as a backup of the embedded database`));
+    t.regex(result.errorLines[0], new RegExp(`^error: ${file} (could not be opened as|is not) `));
     const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
     t.teardown(() => knex.destroy());
-    t.is(Number((await knex('users').count({ n: '*' }))[0].n), 0);
+    const { rows } = await knex.raw(`select count(*)::int as n from pg_class where relnamespace = 'public'::regnamespace`);
+    t.is(rows[0].n, 0, 'nothing created: not even the migrations ran');
   },
 );

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import type { Knex } from 'knex';
 import { openPglite, openPostgres, type Database } from '../db/database.js';
 import { migrateLatest, migrationStatus } from '../db/migrations.js';
+import { assertPostgresVersion } from '../db/postgres-version.js';
 import { startPgliteThread } from '../db/pglite-thread.js';
 import { holdsData, NotEmpty } from './backup.js';
 
@@ -29,11 +30,13 @@ export async function restoreEmbeddedIntoPostgres(file: string, databaseUrl: str
   const target = openPostgres(databaseUrl, 2);
   let source: Database | undefined;
   try {
-    // Before the backup is even read: a target that holds data, or is too old (migrateLatest asks), ends it here.
+    // A target that holds data ends it before anything is read; a backup that does not open, before PostgreSQL is
+    // changed; one too old for the migrations (migrateLatest asks first), before anything is migrated there.
     if ((await holdsData(target.knex)) && !options.force) throw new NotEmpty(`${options.describe} holds data`);
-    await migrateLatest(target.knex);
     source = await openBackup(file);
+    await assertPostgresVersion(target.knex);
     await migrateLatest(source.knex);
+    await migrateLatest(target.knex);
     const [from, to] = await Promise.all([migrationStatus(source.knex), migrationStatus(target.knex)]);
     if (from.applied.join() !== to.applied.join()) {
       throw new Error(`${options.describe} has migrations this backup lacks (${to.applied.filter((m) => !from.applied.includes(m)).join(', ')}): restore it with the version of quoting that migrated that database`);
