@@ -1,5 +1,12 @@
 import { isIP } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+
+/**
+ * DATA_DIR when unset: `data/` in the program's own folder (the checkout, or the installed tree), never the current
+ * directory, so a command run from elsewhere (cron runs from `/`) finds the same database. This file is dist/src/config.js.
+ */
+export const defaultDataDir = fileURLToPath(new URL('../../data', import.meta.url));
 
 const flag = z
   .string()
@@ -35,7 +42,7 @@ export const configSchema = z.object({
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   APP_URL: url('an absolute URL such as https://quotes.example.com', ['http:', 'https:']).optional(),
   DATABASE_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db', ['postgres:', 'postgresql:']).optional().or(z.literal('').transform(() => undefined)),
-  DATA_DIR: z.string().trim().min(1).default('./data'),
+  DATA_DIR: z.string().trim().min(1).default(defaultDataDir),
   /** Unset: each command's own default (serve 10, worker --watch 6, others 2: withDatabase in src/cli/context.ts). */
   DATABASE_POOL_MAX: z.coerce.number({ error: 'expects a whole number from 1 to 1000' }).int({ error: 'expects a whole number from 1 to 1000' }).min(1, { error: 'expects a whole number from 1 to 1000' }).max(1000, { error: 'expects a whole number from 1 to 1000' }).optional(),
   MIGRATE_TOKEN: optionalText,

@@ -23,6 +23,9 @@ import {
   type Server,
 } from './helpers/cli.js';
 
+/** DATA_DIR's default: data/ of this checkout. */
+const programData = path.join(path.dirname(path.dirname(bin)), 'data');
+
 const packageVersion = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 // ---------------------------------------------------------------------------------------------
@@ -129,7 +132,7 @@ test('loadConfig: the defaults, with APP_URL derived from HOST and PORT', (t) =>
   t.is(config.PORT, 3000);
   t.is(config.HOST, '127.0.0.1');
   t.is(config.APP_URL, 'http://127.0.0.1:3000');
-  t.is(config.DATA_DIR, './data');
+  t.is(config.DATA_DIR, programData, 'data/ of the program, not of the current directory');
   t.is(config.LOG_LEVEL, 'info');
   t.is(config.TRUST_PROXY, false);
   t.is(config.DATABASE_URL, undefined);
@@ -184,7 +187,7 @@ test('loadConfig: a blank variable (PORT= in an env file) counts as unset', (t) 
   t.is(config.TRIAL_DAYS, undefined);
   t.is(config.LOG_LEVEL, 'info');
   t.is(config.MIGRATE_TOKEN, undefined);
-  t.is(config.DATA_DIR, './data');
+  t.is(config.DATA_DIR, programData);
 });
 
 test('loadConfig: a bad value throws one line naming the variable, what it expects and what it got', (t) => {

@@ -9,6 +9,7 @@ import { keysOut, userOut, workspaceOut } from '../workspaces/schema.js';
 import { timestamp, id } from '../schema/output.js';
 import { acceptInviteBody, changePasswordBody, inviteBody, loginBody, resetConfirmBody, resetRequestBody, signupBody } from './schema.js';
 import { acceptInvite, changePassword, checkCredentials, confirmPasswordReset, createInvite, createPasswordReset, createUser } from './service.js';
+import { inviteLink, passwordResetLink } from './links.js';
 import { clearSessionCookie, createSession, deleteSession, setSessionCookie } from './sessions.js';
 import { authChanged } from './session-cache.js';
 
@@ -112,7 +113,7 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
             workspace: workspace.name,
             inviter: auth.user.name || auth.user.email,
             role: invite.role,
-            link: `${config.APP_URL}/invites/accept?token=${encodeURIComponent(token)}`,
+            link: inviteLink(config.APP_URL, token),
             token,
             expires: invite.expires_at.toISOString(),
           }),
@@ -153,7 +154,7 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
           to: reset.user.email,
           ...renderMail('password-reset', {
             name: reset.user.name || reset.user.email,
-            link: `${config.APP_URL}/password-reset?token=${encodeURIComponent(reset.token)}`,
+            link: passwordResetLink(config.APP_URL, reset.token),
             token: reset.token,
             expires: reset.expiresAt.toISOString(),
           }),

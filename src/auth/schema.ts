@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { emailInput, passwordInput, requiredText } from '../schema/input.js';
 import { workspaceNameInput } from '../workspaces/schema.js';
 
-const nameInput = requiredText(200);
+/** A person's name (sign-up, invites, the CLI's --name and --owner-name). */
+export const nameInput = requiredText(200);
 
 export const signupBody = z.object({
   email: emailInput,

@@ -6,6 +6,8 @@ import { deleteUserSessions } from './sessions.js';
 
 const INVITE_DAYS = 7;
 const RESET_MINUTES = 60;
+/** A new account's set-password link (`quoting user add`) lasts as long as an invite: it stands for one. */
+export const WELCOME_LINK_MINUTES = INVITE_DAYS * 24 * 60;
 
 async function assertEmailFree(db: Db, email: string): Promise<void> {
   if (await db('users').where({ email }).first('id')) throw new Conflict('That email is already taken.');
@@ -89,12 +91,12 @@ export async function acceptInvite(db: Db, input: { token: string; name: string;
   return user;
 }
 
-/** Creates a reset token for the account with that email, or returns null when there is none. */
-export async function createPasswordReset(db: Db, email: string): Promise<{ user: User; token: string; expiresAt: Date } | null> {
+/** Creates a reset token for the account with that email (valid `minutes`), or returns null when there is none. */
+export async function createPasswordReset(db: Db, email: string, minutes = RESET_MINUTES): Promise<{ user: User; token: string; expiresAt: Date } | null> {
   const user = (await db('users').where({ email }).first(userColumns)) as User | undefined;
   if (!user) return null;
   const token = randomToken(32);
-  const expiresAt = new Date(Date.now() + RESET_MINUTES * 60_000);
+  const expiresAt = new Date(Date.now() + minutes * 60_000);
   await db('password_resets').insert({ user_id: user.id, token_hash: sha256(token), expires_at: expiresAt });
   return { user, token, expiresAt };
 }

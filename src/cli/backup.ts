@@ -37,7 +37,18 @@ export async function restoreCommand(file: string, opts: Record<string, unknown>
   const refuse = (what: string) =>
     new Error(`${what}; restore into an empty database, or pass --force to replace it${config.DATABASE_URL ? '' : ' (the replaced data directory is kept beside it)'}`);
   if (config.DATABASE_URL) {
-    if (kind !== 'postgres') throw new Error(`${source} is a backup of the embedded database: restore it with DATABASE_URL unset and DATA_DIR set`);
+    if (kind !== 'postgres') {
+      // The way from the embedded database to PostgreSQL (src/ops/embedded-to-postgres.ts).
+      const { restoreEmbeddedIntoPostgres } = await import('../ops/embedded-to-postgres.js');
+      try {
+        const moved = await restoreEmbeddedIntoPostgres(source, config.DATABASE_URL, { force, describe: where });
+        say(io.stdout, `Restored ${source} (a backup of the embedded database) into ${where}: ${moved.rows} rows in ${moved.tables} tables; new ids and quote numbers follow on from it.`);
+      } catch (err) {
+        if (err instanceof NotEmpty) throw refuse(err.message);
+        throw err;
+      }
+      return;
+    }
     const used = await withDatabase(config, ({ knex }) => holdsData(knex));
     if (used && !force) throw refuse(`${where} holds data`);
     await pgRestore(config.DATABASE_URL, source, io.signal);

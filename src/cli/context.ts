@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { openDatabase, type Database, type PostgresOptions } from '../db/database.js';
+import { embeddedDatabaseExists, openDatabase, type Database, type EmbeddedOptions, type PostgresOptions } from '../db/database.js';
 import { migrateLatest, migrationStatus } from '../db/migrations.js';
 import { log, setLogLevel } from '../log.js';
 
@@ -87,18 +87,25 @@ export function loadEnvFile(opts: Record<string, unknown>): string | undefined {
  * `needsSchema`: the command reads or writes tables, so the schema must be up to date first (see ensureSchema).
  * `pool`: PostgreSQL settings for this command's connections; the pool holds at most DATABASE_POOL_MAX, else
  * `pool.poolMax`, else 2 (a one-shot command runs one statement at a time).
+ * `create`: the command may create the embedded database where there is none (migrate, workspace create); any
+ * other command stops, naming the directory, rather than work on a new empty database (a mistyped DATA_DIR).
  * Inside `quoting serve` the command gets the server's open database (migrated when it started) and
  * must not close it.
  */
 export async function withDatabase<T>(
   config: Config,
   fn: (database: Database) => Promise<T>,
-  options: { needsSchema?: boolean; pool?: PostgresOptions } = {},
+  options: { needsSchema?: boolean; pool?: PostgresOptions; create?: boolean } & EmbeddedOptions = {},
 ): Promise<T> {
   const context = served.getStore();
   if (context) return fn(context.database);
+  if (!config.DATABASE_URL && !options.create && !embeddedDatabaseExists(config.DATA_DIR)) {
+    throw new Error(
+      `there is no embedded database in ${path.resolve(config.DATA_DIR)}: set DATA_DIR to the directory that holds it (or DATABASE_URL for PostgreSQL), or run 'quoting migrate' to create one there`,
+    );
+  }
   const poolMax = config.DATABASE_POOL_MAX ?? options.pool?.poolMax ?? 2;
-  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, ...options.pool, poolMax });
+  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, ...options.pool, poolMax, keepDirMode: options.keepDirMode });
   try {
     if (options.needsSchema) await ensureSchema(database, false);
     return await fn(database);

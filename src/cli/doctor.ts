@@ -59,7 +59,7 @@ async function withReachableDatabase(config: Config, run: (access: DatabaseAcces
         access = unreachable('fail', `cannot reach ${describeDatabase(config.DATABASE_URL, config.DATA_DIR)}: ${reason(err)}`);
       }
       results = await run(access);
-    });
+    }, { keepDirMode: true });
   } catch (err) {
     if (results) throw err;
     if (err instanceof DataDirInUse) return run(unreachable('warn', err.message.split('. ')[0], 'run doctor again once that process has stopped, or where it runs'));

@@ -106,9 +106,23 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     .requiredOption('--owner-email <email>', "owner's email address")
     .option('--password <password>', "owner's password (at least 10 characters; generated when omitted)")
     .option('--slug <slug>', 'workspace slug (derived from the name when omitted)')
+    .option('--owner-name <name>', "owner's name")
     .action(run(async (opts, io) => (await import('./workspace.js')).createWorkspaceCommand(opts, io)));
+  workspace
+    .command('list')
+    .description('list the workspaces: slug, name, status and number of users')
+    .option('--json', 'print them as JSON')
+    .action(run(async (opts, io) => (await import('./workspace.js')).listWorkspacesCommand(opts, io)));
 
   const user = program.command('user').description('manage user accounts');
+  user
+    .command('add')
+    .description('add a user to a workspace; prints a password to hand over, or a set-password link when APP_URL is set')
+    .requiredOption('--workspace <slug>', 'the workspace slug')
+    .requiredOption('--email <email>', "the user's email address")
+    .addOption(new Option('--role <role>', 'their role in the workspace').choices(['member', 'owner']).default('member'))
+    .option('--name <name>', "the user's name")
+    .action(run(async (opts, io) => (await import('./user.js')).addUserCommand(opts, io)));
   user
     .command('set-password')
     .description("set a user's password (generated and printed when omitted); signs the user out everywhere")

@@ -1,10 +1,14 @@
 import { z } from 'zod';
 import { randomToken } from '../auth/crypto.js';
-import { setPassword } from '../auth/service.js';
+import { passwordResetLink } from '../auth/links.js';
+import { nameInput } from '../auth/schema.js';
+import { createPasswordReset, createUser, setPassword, WELCOME_LINK_MINUTES } from '../auth/service.js';
 import { authChanged } from '../auth/session-cache.js';
 import { emailInput, passwordInput } from '../schema/input.js';
 import { parseInput } from '../schema/parse.js';
-import { commandConfig, withDatabase } from './context.js';
+import type { Role } from '../workspaces/model.js';
+import { findWorkspaceBySlug } from '../workspaces/service.js';
+import { commandConfig, commandEnv, withDatabase } from './context.js';
 import { readText, say, type CommandIo } from './io.js';
 
 const setPasswordOptions = z.object({ email: emailInput, password: passwordInput.optional() });
@@ -26,4 +30,38 @@ export async function setPasswordCommand(opts: Record<string, unknown>, io: Comm
   );
   say(io.stdout, `Password of ${input.email} changed; the user is signed out everywhere.`);
   if (input.password === undefined) say(io.stdout, `Password:   ${password}   (generated)`);
+}
+
+const addUserOptions = z.object({ email: emailInput, name: nameInput.optional() });
+
+/**
+ * `quoting user add`: an account in a workspace without mail. It prints a password to hand over, or, when
+ * APP_URL says where the app is, a set-password link (a password-reset token that lasts as long as an invite).
+ */
+export async function addUserCommand(opts: Record<string, unknown>, io: CommandIo): Promise<void> {
+  const config = commandConfig(opts);
+  const input = parseInput(addUserOptions, { email: opts.email, name: opts.name });
+  const role = opts.role as Role;
+  const slug = String(opts.workspace);
+  // The default APP_URL (http://HOST:PORT) is this machine's, which the new user cannot open.
+  const appUrl = commandEnv().APP_URL?.trim() ? config.APP_URL : undefined;
+  const password = randomToken(12);
+  const { workspace, token } = await withDatabase(
+    config,
+    ({ knex }) =>
+      knex.transaction(async (trx) => {
+        const workspace = await findWorkspaceBySlug(trx, slug);
+        if (!workspace) throw new Error(`no workspace with slug "${slug}"`);
+        await createUser(trx, { email: input.email, password, name: input.name ?? '', workspaceId: workspace.id, role });
+        const reset = appUrl ? await createPasswordReset(trx, input.email, WELCOME_LINK_MINUTES) : null;
+        return { workspace, token: reset?.token };
+      }),
+    { needsSchema: true },
+  );
+  say(io.stdout, `User ${input.email} added to "${workspace.name}" (slug ${workspace.slug}) as ${role}.`);
+  if (appUrl && token) {
+    say(io.stdout, `Set-password link: ${passwordResetLink(appUrl, token)}   (send it to them: it works once, for ${WELCOME_LINK_MINUTES / 1440} days)`);
+  } else {
+    say(io.stdout, `Password:   ${password}   (shown once: hand it over; they can change it once signed in)`);
+  }
 }

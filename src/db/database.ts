@@ -3,6 +3,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { log } from '../log.js';
 import { controlSocketPath } from './control-socket.js';
+import { makeDataDirPrivate, privateUmask, tightenModes } from './data-dir.js';
 import { startPgliteThread } from './pglite-thread.js';
 
 export type Db = Knex | Knex.Transaction;
@@ -48,10 +49,15 @@ export interface PostgresOptions {
   asyncCommit?: boolean;
 }
 
+export interface EmbeddedOptions {
+  /** Leaves an existing DATA_DIR's mode as found (`quoting doctor` reports one open to others instead of closing it unseen). */
+  keepDirMode?: boolean;
+}
+
 /** PostgreSQL when a URL is given, otherwise the embedded PGlite in `dataDir`. */
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string } & PostgresOptions): Promise<Database> {
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string } & PostgresOptions & EmbeddedOptions): Promise<Database> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
-  return openEmbedded(options.dataDir);
+  return openEmbedded(options.dataDir, options);
 }
 
 /** `options` as a number is the pool size alone (the tests' and benchmarks' short form). */
@@ -144,15 +150,28 @@ export async function openPglite(pglite: ClosablePglite, onClose: () => void = (
   };
 }
 
-async function openEmbedded(dataDir: string): Promise<Database> {
+/** Whether `dataDir` holds an embedded database (PGlite's files are in DATA_DIR/pglite). */
+export function embeddedDatabaseExists(dataDir: string): boolean {
+  return fs.existsSync(path.join(path.resolve(dataDir), 'pglite'));
+}
+
+async function openEmbedded(dataDir: string, options: EmbeddedOptions = {}): Promise<Database> {
   const dir = path.resolve(dataDir);
   // Owner only: the database files, and the control socket that runs commands on them (control-socket.ts).
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  privateUmask();
+  if (options.keepDirMode) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  else makeDataDirPrivate(dir);
   const release = lockDataDir(dir);
+  const files = path.join(dir, 'pglite');
   try {
     // Its own thread: a long query would otherwise hold every other request for its duration.
-    const pglite = await startPgliteThread({ dataDir: path.join(dir, 'pglite') });
-    return await openPglite(pglite, release);
+    const pglite = await startPgliteThread({ dataDir: files });
+    tightenModes(files);
+    // Again once closed: files PGlite rewrote meanwhile (its relation-cache file) come back 0644.
+    return await openPglite(pglite, () => {
+      tightenModes(files);
+      release();
+    });
   } catch (err) {
     release();
     throw err;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 import type { Knex } from 'knex';
+import { assertPostgresVersion } from './postgres-version.js';
 
 const migrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
@@ -31,13 +32,19 @@ export interface MigrationStatus {
   pending: string[];
 }
 
+/** Every migration of this version, in order (what a database without any has pending). */
+export async function allMigrations(): Promise<string[]> {
+  return (await source.getMigrations([])).map((m) => m.name);
+}
+
 export async function migrationStatus(knex: Knex): Promise<MigrationStatus> {
   const [completed, pending] = (await knex.migrate.list(migratorConfig)) as [{ name: string }[], MigrationFile[]];
   return { applied: completed.map((m) => m.name), pending: pending.map((m) => m.name) };
 }
 
-/** Applies pending migrations and returns their names (empty when none were pending). */
+/** Applies pending migrations and returns their names (empty when none were pending); first refuses a PostgreSQL too old for them. */
 export async function migrateLatest(knex: Knex): Promise<string[]> {
+  await assertPostgresVersion(knex);
   const [, applied] = (await knex.migrate.latest(migratorConfig)) as [number, string[]];
   return applied;
 }

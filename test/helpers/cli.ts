@@ -59,11 +59,13 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Written to the command's stdin (otherwise stdin is closed). */
   input?: string;
+  /** The launcher to run: this checkout's bin/quoting unless given (a copy of the program elsewhere). */
+  bin?: string;
 }
 
 function spawnCli(args: string[], options: CliOptions): ChildProcess {
   // As the launcher's shebang does: `--` keeps Node 20 from taking the program's own --env-file (nodejs/node#54232).
-  return spawn(process.execPath, ['--', bin, ...args], {
+  return spawn(process.execPath, ['--', options.bin ?? bin, ...args], {
     cwd: options.cwd ?? os.tmpdir(),
     env: cliEnv(options.env),
     stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],

@@ -1,4 +1,7 @@
+import { POSTGRES_UPGRADE_FIX, postgresTooOld, serverVersion } from '../../db/postgres-version.js';
 import { fail, ok, warn, type Check } from './check.js';
+
+export { OLDEST_POSTGRES, postgresTooOld } from '../../db/postgres-version.js';
 
 const MINUTE = 60_000;
 
@@ -30,14 +33,6 @@ function decoded(text: string): string {
   }
 }
 
-/** PostgreSQL's oldest release Quoting runs on: its migrations use `on delete set null (column)` (15). */
-export const OLDEST_POSTGRES = { num: 150000, name: '15' };
-
-/** What is wrong with a PostgreSQL of this `server_version_num`, or null when it will do. */
-export function postgresTooOld(versionNum: number, version: string): string | null {
-  return versionNum < OLDEST_POSTGRES.num ? `${version} is older than PostgreSQL ${OLDEST_POSTGRES.name}, which Quoting needs` : null;
-}
-
 export const databaseReachable: Check = {
   id: 'database',
   title: 'Database',
@@ -49,10 +44,9 @@ export const databaseReachable: Check = {
       return access.status === 'fail' ? fail(access.reason, fix) : warn(access.reason, fix);
     }
     const { database } = access;
-    const { rows } = await database.knex.raw(`select version() as version, current_setting('server_version_num')::int as num`);
-    const version = String(rows[0].version).split(' ').slice(0, 2).join(' ');
-    const problem = database.kind === 'postgres' && postgresTooOld(rows[0].num, version);
-    if (problem) return fail(problem, `upgrade PostgreSQL to ${OLDEST_POSTGRES.name} or later (Debian 12 ships 15), then run 'quoting migrate'`);
+    const { num, name: version } = await serverVersion(database.knex);
+    const problem = database.kind === 'postgres' && postgresTooOld(num, version);
+    if (problem) return fail(problem, POSTGRES_UPGRADE_FIX);
     return ok(`${describeDatabase(ctx.config.DATABASE_URL, ctx.config.DATA_DIR)} answers (${database.kind === 'pglite' ? `PGlite, ${version}` : version})`);
   },
 };

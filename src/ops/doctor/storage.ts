@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { octal } from '../../db/data-dir.js';
 import { fail, ok, warn, type Check } from './check.js';
 
 const GiB = 1024 ** 3;
@@ -57,7 +58,15 @@ export const dataDir: Check = {
       if (!embedded) return warn(`${dir} is not writable (${code}); unused while the data is in PostgreSQL`, `chown it to the user that runs quoting, or ignore this`);
       return fail(`${dir} is not writable by this user (${code})`, `chown -R quoting:quoting ${dir} (the user that runs quoting serve)`);
     }
-    return ok(embedded ? `${dir} is writable; ${lockHolder(dir)}` : `${dir} is writable (unused: the data is in PostgreSQL)`);
+    if (!embedded) return ok(`${dir} is writable (unused: the data is in PostgreSQL)`);
+    const { mode } = fs.statSync(dir);
+    if (mode & 0o077) {
+      return fail(
+        `${dir} is open to other users (mode ${octal(mode)}): they could read the database files, secrets and customers included`,
+        `chmod 700 ${dir} as its owner (quoting does it itself when it opens the database as that user), then chmod -R go-rwx ${dir}`,
+      );
+    }
+    return ok(`${dir} is writable and private (mode ${octal(mode)}); ${lockHolder(dir)}`);
   },
 };
 
