@@ -98,7 +98,11 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     .option('--dry-run', 'validate and report what the import would do; write nothing')
     .addOption(new Option('--on-error <mode>', 'skip: apply the good rows; abort: write nothing if any row fails').choices(['skip', 'abort']).default('skip'))
     .option('--json', 'print the report (data.import) as JSON')
-    .action(run(async (opts, io, [kind, file]) => (await import('./import.js')).importCommand(kind as 'products' | 'orders', file as string, opts, io)));
+    .action(
+      run(async (opts, io, [kind, file]) => (await import('./import.js')).importCommand(kind as 'products' | 'orders', file as string, opts, io), {
+        input: ([, file]) => (file === '-' ? undefined : (file as string)),
+      }),
+    );
 
   const workspace = program.command('workspace').description('manage workspaces');
   workspace
@@ -139,6 +143,8 @@ interface RunOptions {
   here?: boolean;
   /** A usage error found after commander's own checks (exit 2), before anything is sent or opened. */
   usage?: (args: unknown[], opts: Opts) => string | undefined;
+  /** The file argument the command reads, if any: sent to a running server as bytes, never as a path. */
+  input?: (args: unknown[]) => string | undefined;
 }
 
 /** The command's exit code when a running server ran it for us (its output has been copied already). */
@@ -166,7 +172,7 @@ function runner(io: CommandIo, args: string[]) {
         throw new Error(`'quoting ${command.name()}' cannot run inside the server (process ${servedCommand()!.serverPid}) that already holds this DATA_DIR`);
       }
       if (!options.here && !servedCommand()) {
-        const code = await (await import('./forward.js')).forwardToServer(opts, io, args);
+        const code = await (await import('./forward.js')).forwardToServer(opts, io, args, options.input?.(positional));
         if (code !== null) throw new ServedExit(code);
       }
       await action(opts, io, positional);
@@ -194,8 +200,8 @@ async function exitCodeFor(err: unknown, io: CommandIo): Promise<number> {
     // because a command is incomplete (`quoting workspace`) is a usage error like the others.
     return err.exitCode === 0 ? 0 : 2;
   }
-  const { commandEnv } = await import('./context.js');
-  io.stderr.write(`error: ${describe(err, commandEnv().LOG_LEVEL === 'debug')}\n`);
+  const { callerEnv } = await import('./context.js');
+  io.stderr.write(`error: ${describe(err, callerEnv().LOG_LEVEL === 'debug')}\n`);
   return 1;
 }
 

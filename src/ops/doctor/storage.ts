@@ -22,8 +22,8 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Who holds the embedded database: the lock file DATA_DIR/quoting.lock names a pid and its command. */
-function lockHolder(dir: string): string {
+/** Who holds the embedded database: the lock file DATA_DIR/quoting.lock names a pid and its command (`server`: see DoctorContext). */
+function lockHolder(dir: string, server?: number): string {
   let text: string;
   try {
     text = fs.readFileSync(path.join(dir, 'quoting.lock'), 'utf8');
@@ -32,6 +32,7 @@ function lockHolder(dir: string): string {
   }
   const [pidText, ...command] = text.split(' ');
   const pid = Number(pidText);
+  if (pid === process.pid && pid === server) return `the embedded database is held by the server that ran these checks, process ${pid} (quoting ${command.join(' ')})`;
   if (pid === process.pid) return 'no other process holds the embedded database';
   if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) return `the embedded database is held by process ${pid} (quoting ${command.join(' ')})`;
   return `a stale lock of process ${pidText} is left (the next start takes it over)`;
@@ -57,7 +58,7 @@ export const dataDir: Check = {
       if (!embedded) return warn(`${dir} is not writable (${code}); unused while the data is in PostgreSQL`, `chown it to the user that runs quoting, or ignore this`);
       return fail(`${dir} is not writable by this user (${code})`, `chown -R quoting:quoting ${dir} (the user that runs quoting serve)`);
     }
-    return ok(embedded ? `${dir} is writable; ${lockHolder(dir)}` : `${dir} is writable (unused: the data is in PostgreSQL)`);
+    return ok(embedded ? `${dir} is writable; ${lockHolder(dir, ctx.server)}` : `${dir} is writable (unused: the data is in PostgreSQL)`);
   },
 };
 
