@@ -68,7 +68,8 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     .description('restore a backup made by `quoting backup` into an empty database')
     .argument('<file>', 'the backup file')
     .option('--force', 'replace a database that already holds data')
-    .action(run(async (opts, io, [file]) => (await import('./backup.js')).restoreCommand(file as string, opts, io)));
+    // Never inside a running server: the embedded database is restored with the server stopped (the lock says so).
+    .action(run(async (opts, io, [file]) => (await import('./backup.js')).restoreCommand(file as string, opts, io), { here: true }));
 
   const webhooks = program.command('webhooks').description('manage webhook deliveries');
   webhooks
@@ -139,7 +140,7 @@ function portNumber(value: string): number {
 type Action = (opts: Opts, io: CommandIo, args: unknown[]) => Promise<void>;
 
 interface RunOptions {
-  /** Runs in this process only (serve): never sent to a running server, refused inside one. */
+  /** Runs in this process only (serve, restore): never sent to a running server, refused inside one. */
   here?: boolean;
   /** A usage error found after commander's own checks (exit 2), before anything is sent or opened. */
   usage?: (args: unknown[], opts: Opts) => string | undefined;
