@@ -32,7 +32,7 @@ export async function forwardToServer(opts: Record<string, unknown>, io: Command
     const value = process.env[key];
     if (value !== undefined) env[key] = value;
   }
-  const input = inputFile === undefined ? undefined : await openFile(inputFile, path.resolve(inputFile));
+  const input = inputFile === undefined ? undefined : { file: inputFile, ...(await openFile(inputFile, path.resolve(inputFile))) };
   try {
     return await sendCommand(
       config.DATA_DIR,
@@ -42,7 +42,7 @@ export async function forwardToServer(opts: Record<string, unknown>, io: Command
         env,
         stdout: { isTTY: Boolean(io.stdout.isTTY), columns: io.stdout.columns, colors: io.stdout.hasColors?.() ?? false },
         stderr: { isTTY: Boolean(io.stderr.isTTY) },
-        input: input && inputFile !== undefined ? { file: inputFile, size: input.size } : undefined,
+        input: input && { file: input.file, size: input.size },
       },
       { stdin: input ? input.stream : io.stdin, stdout: io.stdout, stderr: io.stderr, signal: io.signal },
     );
