@@ -1,17 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import test from 'ava';
 import knexFactory from 'knex';
 import { Client, ok } from './helpers/client.js';
-import { freePort, migratedDataDir, runCli, scratchPostgres, startServe, tempDir, usingPostgres } from './helpers/cli.js';
+import { freePort, migratedDataDir, runCli, scratchPostgres, startServe, tempDir } from './helpers/cli.js';
+import { postgresTest } from './helpers/skip.js';
 
 // From the embedded default to PostgreSQL: `DATABASE_URL=… quoting restore FILE` with a backup of the embedded database.
 
 const owner = { email: 'olive@move.test', password: 'owner password 1' };
 const numberOf = (quote: { quote_number: string }) => Number(quote.quote_number.slice(-6));
 
-(usingPostgres ? test : test.skip)(
-  `data made on the embedded database is served from PostgreSQL after a restore; ids, quote numbers and keys carry on${usingPostgres ? '' : ' (skipped: needs PostgreSQL, set TEST_DATABASE_URL)'}`,
+postgresTest(
+  'data made on the embedded database is served from PostgreSQL after a restore; ids, quote numbers and keys carry on',
   async (t) => {
     t.timeout(900_000);
     const embedded = { DATA_DIR: await migratedDataDir(t) };
@@ -86,8 +86,8 @@ const numberOf = (quote: { quote_number: string }) => Number(quote.quote_number.
   },
 );
 
-(usingPostgres ? test : test.skip)(
-  `a damaged embedded backup given to a PostgreSQL restore is one error line, and PostgreSQL is left as it was${usingPostgres ? '' : ' (skipped: needs PostgreSQL, set TEST_DATABASE_URL)'}`,
+postgresTest(
+  'a damaged embedded backup given to a PostgreSQL restore is one error line, and PostgreSQL is left as it was',
   async (t) => {
     t.timeout(300_000);
     const file = path.join(tempDir(t), 'cut.backup');

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -135,7 +136,7 @@ async function collect(stream: PassThrough): Promise<string> {
 const request = (argv: string[], tty = false): CommandRequest => ({
   argv,
   cwd: '/somewhere',
-  env: { WEBHOOKS_ENABLED: '0' },
+  env: { WEBHOOKS_ENABLED: '0', ADMIN_API_KEY: 'not-for-the-server', CI: 'true' },
   stdout: { isTTY: tty, columns: tty ? 123 : undefined },
   stderr: { isTTY: false },
 });
@@ -146,7 +147,7 @@ function local(stdin: Readable, signal = new AbortController().signal) {
   return { io: { stdin, stdout, stderr, signal }, out: collect(stdout), err: collect(stderr), stdout, stderr };
 }
 
-test('protocol: the request arrives whole, stdin is pulled through (large input included), output and the exit code come back', async (t) => {
+test('protocol: the request arrives whole (settings left out), stdin is pulled through (large input included), output and the exit code come back', async (t) => {
   const dir = tempDir(t);
   let seen: { request: CommandRequest; tty?: boolean; columns?: number } | undefined;
   const stop = await serveCommands(dir, async (req, streams: CommandStreams) => {
@@ -172,7 +173,7 @@ test('protocol: the request arrives whole, stdin is pulled through (large input 
   t.is(await streams.err, 'warning on stderr\n');
   t.deepEqual(seen?.request.argv, ['import', 'products', '-']);
   t.is(seen?.request.cwd, '/somewhere');
-  t.deepEqual(seen?.request.env, { WEBHOOKS_ENABLED: '0' });
+  t.deepEqual(seen?.request.env, { CI: 'true' }, 'the server takes how to show output from the caller, never a setting');
   t.is(seen?.tty, true, 'stdout is a TTY on the server side as the caller reported');
   t.is(seen?.columns, 123);
 });
@@ -221,7 +222,7 @@ test('serve sent through the socket by hand is refused with one line (exit 1)', 
   const { runProgram } = await import('../src/cli/index.js');
   const { runServed } = await import('../src/cli/context.js');
   const streams = local(Readable.from([]));
-  const code = await runServed({ database: {} as never, env: {}, cwd: '/', serverPid: 4242 }, () => runProgram(['serve', '--port', '0'], streams.io));
+  const code = await runServed({ database: {} as never, env: {}, caller: {}, cwd: '/', serverPid: 4242 }, () => runProgram(['serve', '--port', '0'], streams.io));
   streams.stdout.end();
   streams.stderr.end();
   t.is(code, 1);
@@ -235,7 +236,7 @@ test('quoting worker inside the server: on a terminal it says that serve deliver
   const run = async (tty: boolean) => {
     const streams = local(Readable.from([]));
     Object.assign(streams.stdout, { isTTY: tty, columns: 80 });
-    const code = await runServed({ database: {} as never, env: {}, cwd: '/', serverPid: 4242 }, () => runProgram(['worker', '--watch'], streams.io));
+    const code = await runServed({ database: {} as never, env: {}, caller: {}, cwd: '/', serverPid: 4242 }, () => runProgram(['worker', '--watch'], streams.io));
     streams.stdout.end();
     streams.stderr.end();
     return { code, stdout: await streams.out, stderr: await streams.err };
@@ -246,4 +247,120 @@ test('quoting worker inside the server: on a terminal it says that serve deliver
     stderr: '',
   });
   t.deepEqual(await run(false), { code: 0, stdout: '', stderr: '' });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Whom the CLI talks to, and what it tells them
+
+/** Frames of the control socket (see src/db/control-socket.ts). */
+function frame(type: string, payload: string): Buffer {
+  const body = Buffer.from(payload);
+  const head = Buffer.alloc(5);
+  head.write(type, 0, 'latin1');
+  head.writeUInt32BE(body.length, 1);
+  return Buffer.concat([head, body]);
+}
+
+/**
+ * A listener of someone else's at DATA_DIR/quoting.sock, beside a lock naming a live process (this one), as a
+ * user who can write to DATA_DIR could set up: it records what callers send and answers exit 0.
+ */
+async function impostor(t: import('ava').ExecutionContext, dataDir: string): Promise<{ heard: () => string }> {
+  fs.writeFileSync(path.join(dataDir, 'quoting.lock'), `${process.pid} serve`);
+  let heard = '';
+  const server = net.createServer((socket) => {
+    socket.on('data', (chunk) => {
+      heard += chunk.toString('latin1');
+      socket.end(frame('x', JSON.stringify({ code: 0 })));
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(path.join(dataDir, 'quoting.sock'), resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { heard: () => heard };
+}
+
+/** The server's own secrets, as an env file read by both the server and the CLI holds them. */
+const secrets = {
+  ADMIN_API_KEY: 'admin-key-secret',
+  MIGRATE_TOKEN: 'migrate-token-secret',
+  SMTP_URL: 'smtp://mailer:smtp-password-secret@mail.example.com:587',
+  STRIPE_SECRET_KEY: 'sk_test_stripesecret',
+  STRIPE_WEBHOOK_SECRET: 'whsec_signingsecret',
+};
+
+test('the CLI sends a running server its command line, directory and terminal, never the settings it read (secrets included)', async (t) => {
+  const dataDir = tempDir(t);
+  const listener = await impostor(t, dataDir);
+  const res = await runCli(['rotate-keys', '--workspace', 'acme'], { env: { DATA_DIR: dataDir, ...secrets, APP_URL: 'https://caller.example.com', CI: 'true' } });
+  t.is(res.code, 0, res.stderr);
+  const heard = listener.heard();
+  const header = JSON.parse(heard.slice(5, 5 + Buffer.from(heard, 'latin1').readUInt32BE(1))) as CommandRequest;
+  t.deepEqual(header.argv, ['rotate-keys', '--workspace', 'acme']);
+  t.deepEqual(header.env, { CI: 'true', LOG_LEVEL: 'warn' });
+  for (const value of [...Object.values(secrets), 'caller.example.com']) t.false(heard.includes(value), `${value} is not sent`);
+});
+
+test('the CLI sends nothing through a socket in a DATA_DIR that other users can write to: one line saying why and what to do', async (t) => {
+  const dataDir = tempDir(t);
+  const listener = await impostor(t, dataDir);
+  for (const mode of [0o777, 0o770, 0o1777]) {
+    fs.chmodSync(dataDir, mode);
+    const res = await runCli(['user', 'set-password', '--email', 'a@b.co', '--password', 'a new password here'], { env: { DATA_DIR: dataDir, ...secrets } });
+    t.is(res.code, 1, res.stderr);
+    t.is(res.stdout, '');
+    t.deepEqual(res.errorLines, [
+      `error: refusing to send this command to ${path.join(dataDir, 'quoting.sock')}: other users can write to ${dataDir} (mode ${mode.toString(8).padStart(4, '0')}), ` +
+        `so the socket may not be the server's; make it private (chmod 700 ${dataDir}) and restart quoting serve`,
+    ]);
+  }
+  t.is(listener.heard(), '', 'the listener heard nothing');
+  fs.chmodSync(dataDir, 0o700);
+});
+
+test('the CLI follows no symbolic link in place of the socket', async (t) => {
+  const dataDir = tempDir(t);
+  const elsewhere = tempDir(t);
+  const listener = await impostor(t, elsewhere);
+  fs.writeFileSync(path.join(dataDir, 'quoting.lock'), `${process.pid} serve`);
+  fs.symlinkSync(path.join(elsewhere, 'quoting.sock'), path.join(dataDir, 'quoting.sock'));
+  const res = await runCli(['migrate', '--status'], { env: { DATA_DIR: dataDir } });
+  t.is(res.code, 1);
+  t.is(res.errorLines.length, 1, res.stderr);
+  t.regex(res.errorLines[0], /^error: refusing to send this command to .*quoting\.sock: it is a symbolic link, not the server's socket; /);
+  t.is(listener.heard(), '');
+});
+
+const root = process.getuid?.() === 0;
+(root ? test : test.skip)('the CLI sends nothing when DATA_DIR or the socket belongs to another user (needs root, to give files away)', async (t) => {
+  const dataDir = tempDir(t);
+  const listener = await impostor(t, dataDir);
+  const socket = path.join(dataDir, 'quoting.sock');
+  const other = 4321;
+  fs.chownSync(dataDir, other, other);
+  const dirOwned = await runCli(['migrate', '--status'], { env: { DATA_DIR: dataDir } });
+  t.is(dirOwned.code, 1);
+  t.deepEqual(dirOwned.errorLines, [`error: refusing to send this command to ${socket}: ${dataDir} belongs to uid ${other}, not to this user (uid 0) or root; run it as the user that runs quoting serve`]);
+  fs.chownSync(dataDir, 0, 0);
+  fs.lchownSync(socket, other, other);
+  const socketOwned = await runCli(['migrate', '--status'], { env: { DATA_DIR: dataDir } });
+  t.is(socketOwned.code, 1);
+  t.deepEqual(socketOwned.errorLines, [`error: refusing to send this command to ${socket}: it belongs to uid ${other}, not to this user (uid 0) or root; run it as the user that runs quoting serve`]);
+  t.is(listener.heard(), '');
+});
+
+test('quoting doctor run through the server reports the server\'s settings, env file and lock, not the caller\'s', async (t) => {
+  t.timeout(5 * 60_000);
+  const dataDir = await migratedDataDir(t);
+  const envFile = path.join(tempDir(t), 'quoting.env');
+  fs.writeFileSync(envFile, 'APP_URL=https://quotes.example.com\nTRUST_PROXY=1\n');
+  const server = await startServe(t, ['--port', String(await freePort())], { env: { DATA_DIR: dataDir, QUOTING_ENV_FILE: envFile } });
+  const res = await runCli(['doctor', '--json'], { env: { DATA_DIR: dataDir, APP_URL: 'http://localhost:9999' } });
+  const checks = new Map((JSON.parse(res.stdout) as { checks: Array<{ id: string; status: string; message: string; fix: string | null }> }).checks.map((c) => [c.id, c]));
+  t.like(checks.get('app_url'), { status: 'ok', message: 'https://quotes.example.com' });
+  t.like(checks.get('configuration'), { status: 'ok', message: `every setting is valid (${envFile})` });
+  t.regex(checks.get('smtp')!.fix!, new RegExp(`in ${envFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+  t.like(checks.get('data_dir'), { status: 'ok' });
+  t.regex(checks.get('data_dir')!.message, new RegExp(`the embedded database is held by the server that ran these checks, process ${server.pid} \\(quoting serve`));
+  t.deepEqual(await server.stop(), { code: 0, signal: null });
 });

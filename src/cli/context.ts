@@ -9,17 +9,23 @@ import { log, setLogLevel } from '../log.js';
 
 /**
  * A command run inside `quoting serve` for another process (through the control socket of the
- * embedded database): the server's open database, and the caller's environment and directory.
- * Carried by AsyncLocalStorage so that commands read it through the same three functions
- * (commandConfig, withDatabase, commandPath) whether they run alone or in the server, and
- * several callers can be served at once.
+ * embedded database): the server's open database and settings, and the caller's directory and
+ * terminal. Carried by AsyncLocalStorage so that commands read it through the same functions
+ * (commandConfig, withDatabase, commandPath, callerEnv) whether they run alone or in the server,
+ * and several callers can be served at once.
  */
 export interface ServedCommand {
   database: Database;
-  /** The caller's settings (its env file already applied, DATA_DIR absolute). */
+  /** The server's settings (its env file applied): the command acts on the server's instance, as configured there. */
   env: NodeJS.ProcessEnv;
+  /** The env file the server read, if any (where a fix says to change a setting). */
+  envFile?: string;
+  /** The caller's variables that say how to show output (CALLER_VARIABLES in db/control-socket.ts). */
+  caller: Record<string, string>;
   cwd: string;
   serverPid: number;
+  /** The file argument the caller opened and streams as stdin, with its size (the server opens no path of the caller's). */
+  input?: { file: string; size: number };
 }
 
 const served = new AsyncLocalStorage<ServedCommand>();
@@ -44,9 +50,14 @@ export function servedCommand(): ServedCommand | undefined {
   return served.getStore();
 }
 
-/** The environment a command reads: its own process's, or its caller's when served. */
+/** The settings a command reads: its own process's, or the server's when served. */
 export function commandEnv(): NodeJS.ProcessEnv {
   return served.getStore()?.env ?? process.env;
+}
+
+/** The variables of whoever typed the command (CI, LOG_LEVEL...): this process's, or the caller's when served. */
+export function callerEnv(): NodeJS.ProcessEnv {
+  return served.getStore()?.caller ?? process.env;
 }
 
 /** A path the operator typed, resolved against the directory the command was typed in. */
@@ -57,7 +68,7 @@ export function commandPath(file: string): string {
 /** Loads the env file (if any) and the configuration, once per command. */
 export function commandConfig(opts: Record<string, unknown>): Config {
   const context = served.getStore();
-  // The caller applied its env file before sending its environment; the log level is the server's.
+  // The server's settings, as loaded when it started; the log level is the server's too.
   if (context) return loadConfig(context.env);
   loadEnvFile(opts);
   const config = loadConfig();
@@ -65,7 +76,7 @@ export function commandConfig(opts: Record<string, unknown>): Config {
   return config;
 }
 
-/** Reads `--env-file` (or QUOTING_ENV_FILE) into process.env; returns its path, if any. Served commands got theirs applied by the caller. */
+/** Reads `--env-file` (or QUOTING_ENV_FILE) into process.env; returns its path, if any. Served commands use the server's (ServedCommand.envFile). */
 export function loadEnvFile(opts: Record<string, unknown>): string | undefined {
   if (served.getStore()) return undefined;
   const envFile = (opts.envFile as string | undefined) ?? process.env.QUOTING_ENV_FILE;

@@ -5,12 +5,14 @@ import { DataDirInUse } from '../db/database.js';
 import { migrationStatus } from '../db/migrations.js';
 import { describeDatabase, runChecks, unreachable, type DatabaseAccess, type Result } from '../ops/doctor/index.js';
 import { setLogLevel } from '../log.js';
-import { commandEnv, loadEnvFile, withDatabase } from './context.js';
+import { commandEnv, loadEnvFile, servedCommand, withDatabase } from './context.js';
 import { say, type CommandIo } from './io.js';
 
 /** `quoting doctor [--json]`: every check with ok, warn or fail and its fix; exit 1 when one fails. */
 export async function doctorCommand(opts: Record<string, unknown>, io: CommandIo): Promise<void> {
-  const envFile = loadEnvFile(opts);
+  // Run inside `quoting serve` for another process, doctor checks the server: its settings, env file and lock.
+  const served = servedCommand();
+  const envFile = served ? served.envFile : loadEnvFile(opts);
   let configError: string | undefined;
   let invalid = new Set<string>();
   try {
@@ -24,7 +26,8 @@ export async function doctorCommand(opts: Record<string, unknown>, io: CommandIo
   setLogLevel('silent');
   const settingsIn = envFile ? `in ${envFile}` : 'in the environment';
 
-  const run = (access: DatabaseAccess) => runChecks({ config, invalid: unusable, configError, settingsIn, env: commandEnv(), database: async () => access });
+  const run = (access: DatabaseAccess) =>
+    runChecks({ config, invalid: unusable, configError, settingsIn, env: commandEnv(), server: served?.serverPid, database: async () => access });
   let results: Result[];
   if (unusable.has('DATABASE_URL') || unusable.has('DATA_DIR')) {
     results = await run(unreachable('warn', 'not checked: the database settings are invalid'));

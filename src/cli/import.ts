@@ -1,10 +1,10 @@
-import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { systemAccess } from '../access.js';
 import { HttpError } from '../errors.js';
 import { importCsv, type ImportKind, type ImportProgress, type ImportReport } from '../imports/service.js';
 import { findWorkspaceBySlug } from '../workspaces/service.js';
-import { commandConfig, commandEnv, commandPath, withDatabase } from './context.js';
+import { callerEnv, commandConfig, commandPath, servedCommand, withDatabase } from './context.js';
+import { openFile } from './input.js';
 import { say, wantsLiveView, type CommandIo } from './io.js';
 
 /** Errors listed after the summary; --json has them all. */
@@ -24,9 +24,13 @@ export interface ImportStatus {
   workspace: string;
   dryRun: boolean;
   startedAt: number;
+  /** Set with the report: the summary gives the time the import took. */
+  finishedAt?: number;
   progress: ImportProgress;
   /** File size when known (not for standard input): the bar and the ETA need it. */
   totalBytes?: number;
+  /** The bytes a line of the file takes on average, as far as it has been read (see rate). */
+  bytesPerLine?: number;
   report?: ImportReport;
   /** Set when the import stopped as a whole (on_error=abort with failed rows). */
   aborted?: string;
@@ -46,16 +50,17 @@ interface View {
 export async function importCommand(kind: ImportKind, file: string, options: Record<string, unknown>, io: CommandIo): Promise<void> {
   const opts = options as unknown as ImportCommandOptions;
   const config = commandConfig(options);
-  const { source, totalBytes } = await openInput(file, io);
+  const input = await openInput(file, io);
   const status: ImportStatus = {
     kind,
     workspace: opts.workspace,
     dryRun: Boolean(opts.dryRun),
     startedAt: Date.now(),
     progress: { rows: 0, failed: 0, bytes: 0 },
-    totalBytes,
+    totalBytes: input.totalBytes,
   };
-  const view: View = opts.json ? silentView() : wantsLiveView(io.stdout, commandEnv()) ? await inkView(io) : plainView(io);
+  const tally = { bytes: 0, lines: 0 };
+  const view: View = opts.json ? silentView() : wantsLiveView(io.stdout, callerEnv()) ? await inkView(io) : plainView(io);
   try {
     await withDatabase(
       config,
@@ -65,13 +70,14 @@ export async function importCommand(kind: ImportKind, file: string, options: Rec
         const access = systemAccess(workspace.id, { events: config.WEBHOOKS_ENABLED });
         status.startedAt = Date.now();
         try {
-          status.report = await importCsv(knex, access, kind, source, {
+          status.report = await importCsv(knex, access, kind, counted(input.source, tally), {
             dryRun: status.dryRun,
             onError: opts.onError ?? 'skip',
             windowSeconds: config.IMPORT_WINDOW_SECONDS,
             signal: io.signal,
             onProgress: (progress) => {
               status.progress = progress;
+              status.bytesPerLine = tally.lines > 0 ? tally.bytes / tally.lines : undefined;
               view.update(status);
             },
           });
@@ -81,12 +87,15 @@ export async function importCommand(kind: ImportKind, file: string, options: Rec
           status.report = report;
           status.aborted = (err as Error).message;
         }
+        status.finishedAt = Date.now();
       },
       { needsSchema: true },
     );
   } catch (err) {
     await view.finish(status);
     throw err;
+  } finally {
+    input.close();
   }
   await view.finish(status);
   const report = status.report!;
@@ -94,46 +103,73 @@ export async function importCommand(kind: ImportKind, file: string, options: Rec
   if (report.failed > 0) throw new Error(`${report.failed} of ${report.rows} rows failed${status.aborted || status.dryRun ? '; nothing was written' : ''}`);
 }
 
-/** The file, or standard input for `-`; a missing or unreadable file is one line naming it. */
-async function openInput(file: string, io: CommandIo): Promise<{ source: Readable; totalBytes?: number }> {
-  if (file === '-') return { source: io.stdin };
-  try {
-    const handle = await fs.promises.open(commandPath(file), 'r');
-    const stat = await handle.stat();
-    if (stat.isDirectory()) {
-      await handle.close();
-      throw Object.assign(new Error('it is a directory'), { code: 'EISDIR' });
-    }
-    return { source: handle.createReadStream(), totalBytes: stat.size };
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const reason = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'permission denied' : e.code === 'EISDIR' ? 'it is a directory' : e.message;
-    throw new Error(`cannot read ${file}: ${reason}`);
+/**
+ * Standard input for `-`, or the file. Run inside `quoting serve` for another process, the caller has
+ * opened the file itself and streams it as stdin (forward.ts): the server opens no path of the caller's.
+ */
+async function openInput(file: string, io: CommandIo): Promise<{ source: Readable; totalBytes?: number; close(): void }> {
+  if (file === '-') return { source: io.stdin, close() {} };
+  const served = servedCommand();
+  if (served) {
+    if (served.input?.file !== file) throw new Error(`cannot read ${file}: the server reads a file only as its caller sends it`);
+    return { source: io.stdin, totalBytes: served.input.size, close() {} };
   }
+  const { stream, size } = await openFile(file, commandPath(file));
+  return { source: stream, totalBytes: size, close: () => stream.destroy() };
+}
+
+/** Counts the bytes and line breaks of the file as the import reads it (for rate); its file is closed however the import ends. */
+async function* counted(source: Readable, tally: { bytes: number; lines: number }): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    tally.bytes += buffer.length;
+    for (let at = buffer.indexOf(10); at !== -1; at = buffer.indexOf(10, at + 1)) tally.lines++;
+    yield buffer;
+  }
+}
+
+/** How long the import took: 0.4 s, 12 s, 2 min 05 s. */
+export function elapsed(ms: number): string {
+  const seconds = Math.max(ms, 0) / 1000;
+  if (seconds < 10) return `${seconds.toFixed(1)} s`;
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  const whole = Math.round(seconds);
+  return `${Math.floor(whole / 60)} min ${String(whole % 60).padStart(2, '0')} s`;
 }
 
 /** The summary: one line of counts, then the first errors (row, field, message). */
 export function summaryLines(status: ImportStatus): string[] {
   const r = status.report!;
   const what = status.kind === 'products' ? 'rows' : 'orders';
-  const lines = [
-    `${status.dryRun ? 'Dry run (nothing written): ' : ''}${r.rows} rows read from the ${status.kind} file: ` +
-      `${r.created} created, ${r.updated} updated, ${r.unchanged} unchanged (${what}), ${r.failed} rows failed.`,
-  ];
-  if (status.aborted) lines.push(`Nothing was imported: ${status.aborted}`);
+  const took = elapsed((status.finishedAt ?? Date.now()) - status.startedAt);
+  // An aborted import wrote nothing: its counts of what it would have written are not news to give.
+  const lines = status.aborted
+    ? [`Nothing was imported: ${r.failed} of ${r.rows} rows read from the ${status.kind} file in ${took} failed (--on-error abort).`]
+    : [
+        `${status.dryRun ? 'Dry run (nothing written): ' : ''}${r.rows} rows read from the ${status.kind} file in ${took}: ` +
+          `${r.created} created, ${r.updated} updated, ${r.unchanged} unchanged (${what}), ${r.failed} rows failed.`,
+      ];
   // Messages start with their field ("price: must …"); other ones get it in front.
   for (const e of r.errors.slice(0, ERRORS_SHOWN)) lines.push(`  line ${e.row}, ${e.message.startsWith(`${e.field}:`) ? e.message : `${e.field}: ${e.message}`}`);
   if (r.errors.length > ERRORS_SHOWN) lines.push(`  … and ${r.errors.length - ERRORS_SHOWN} more errors (--json lists them all).`);
   return lines;
 }
 
+/**
+ * Speed, and with the file's size the share done and the time left. The share is how far into the file
+ * the rows done reach (the rows and the header line, times the bytes a line takes so far), not the bytes
+ * read: the reader runs well ahead of the rows written (a whole batch, and the parser's buffers), which
+ * showed 29 % at 2,000 of 20,000 rows and 100 % at 16,000.
+ */
 export function rate(status: ImportStatus, now = Date.now()): { rowsPerSecond: number; etaSeconds?: number; fraction?: number } {
   const seconds = Math.max((now - status.startedAt) / 1000, 0.001);
   const rowsPerSecond = status.progress.rows / seconds;
   if (!status.totalBytes) return { rowsPerSecond };
-  const fraction = Math.min(status.progress.bytes / status.totalBytes, 1);
-  const bytesPerSecond = status.progress.bytes / seconds;
-  return { rowsPerSecond, fraction, etaSeconds: bytesPerSecond > 0 ? (status.totalBytes - status.progress.bytes) / bytesPerSecond : undefined };
+  const perLine = status.bytesPerLine;
+  const done = status.report ? status.totalBytes : Math.min(perLine ? (status.progress.rows + 1) * perLine : 0, status.totalBytes);
+  const fraction = done / status.totalBytes;
+  const etaSeconds = perLine && rowsPerSecond > 0 ? (status.totalBytes - done) / perLine / rowsPerSecond : undefined;
+  return { rowsPerSecond, fraction, etaSeconds };
 }
 
 function silentView(): View {

@@ -66,7 +66,8 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     .description('restore a backup made by `quoting backup` into an empty database')
     .argument('<file>', 'the backup file')
     .option('--force', 'replace a database that already holds data')
-    .action(run(async (opts, io, [file]) => (await import('./backup.js')).restoreCommand(file as string, opts, io)));
+    // Never inside a running server: the embedded database is restored with the server stopped (the lock says so).
+    .action(run(async (opts, io, [file]) => (await import('./backup.js')).restoreCommand(file as string, opts, io), { here: true }));
 
   const webhooks = program.command('webhooks').description('manage webhook deliveries');
   webhooks
@@ -96,7 +97,11 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     .option('--dry-run', 'validate and report what the import would do; write nothing')
     .addOption(new Option('--on-error <mode>', 'skip: apply the good rows; abort: write nothing if any row fails').choices(['skip', 'abort']).default('skip'))
     .option('--json', 'print the report (data.import) as JSON')
-    .action(run(async (opts, io, [kind, file]) => (await import('./import.js')).importCommand(kind as 'products' | 'orders', file as string, opts, io)));
+    .action(
+      run(async (opts, io, [kind, file]) => (await import('./import.js')).importCommand(kind as 'products' | 'orders', file as string, opts, io), {
+        input: ([, file]) => (file === '-' ? undefined : (file as string)),
+      }),
+    );
 
   const workspace = program.command('workspace').description('manage workspaces');
   workspace
@@ -158,10 +163,12 @@ function portNumber(value: string): number {
 type Action = (opts: Opts, io: CommandIo, args: unknown[]) => Promise<void>;
 
 interface RunOptions {
-  /** Runs in this process only (serve): never sent to a running server, refused inside one. */
+  /** Runs in this process only (serve, restore): never sent to a running server, refused inside one. */
   here?: boolean;
   /** A usage error found after commander's own checks (exit 2), before anything is sent or opened. */
   usage?: (args: unknown[], opts: Opts) => string | undefined;
+  /** The file argument the command reads, if any: sent to a running server as bytes, never as a path. */
+  input?: (args: unknown[]) => string | undefined;
 }
 
 /** The command's exit code when a running server ran it for us (its output has been copied already). */
@@ -189,7 +196,7 @@ function runner(io: CommandIo, args: string[]) {
         throw new Error(`'quoting ${command.name()}' cannot run inside the server (process ${servedCommand()!.serverPid}) that already holds this DATA_DIR`);
       }
       if (!options.here && !servedCommand()) {
-        const code = await (await import('./forward.js')).forwardToServer(opts, io, args);
+        const code = await (await import('./forward.js')).forwardToServer(opts, io, args, options.input?.(positional));
         if (code !== null) throw new ServedExit(code);
       }
       await action(opts, io, positional);
@@ -219,8 +226,8 @@ async function exitCodeFor(err: unknown, io: CommandIo): Promise<number> {
     // because a command is incomplete (`quoting workspace`) is a usage error like the others.
     return err.exitCode === 0 ? 0 : 2;
   }
-  const { commandEnv } = await import('./context.js');
-  io.stderr.write(`error: ${describe(err, commandEnv().LOG_LEVEL === 'debug')}\n`);
+  const { callerEnv } = await import('./context.js');
+  io.stderr.write(`error: ${describe(err, callerEnv().LOG_LEVEL === 'debug')}\n`);
   return 1;
 }
 

@@ -8,7 +8,8 @@ import type { Readable, Writable } from 'node:stream';
  */
 export interface CommandIo {
   stdin: Readable;
-  stdout: Writable & { isTTY?: boolean; columns?: number };
+  /** `hasColors`: whether the terminal shows colours (a TTY's; the caller's when run inside `quoting serve`). */
+  stdout: Writable & { isTTY?: boolean; columns?: number; hasColors?: () => boolean };
   stderr: Writable & { isTTY?: boolean };
   /** Aborted on SIGINT/SIGTERM, or when the calling process goes away. */
   signal: AbortSignal;

@@ -10,7 +10,7 @@ import { scheduleDeliveries } from '../webhooks/run.js';
 import { workerSettings } from '../webhooks/worker.js';
 import { keepPurgingTracking } from '../tracking/retention.js';
 import { keepMaintainingTables } from '../db/maintenance.js';
-import { commandConfig, ensureSchema, runServed } from './context.js';
+import { commandConfig, ensureSchema, loadEnvFile, runServed } from './context.js';
 import { runProgram } from './index.js';
 import { say, type CommandIo } from './io.js';
 
@@ -18,6 +18,7 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
   // Set in the real environment (not a copy assigned to process.env), so an env file loaded next still reaches it.
   if (opts.port !== undefined) process.env.PORT = String(opts.port);
   if (opts.host !== undefined) process.env.HOST = String(opts.host);
+  const envFile = loadEnvFile(opts);
   const config = commandConfig(opts);
   // Ten connections by default: a request holds one for its transaction; see "Scaling" in README.md for sizing.
   const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, poolMax: config.DATABASE_POOL_MAX ?? 10 });
@@ -48,11 +49,14 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo): Promi
   const purging = database.kind === 'pglite' ? keepPurgingTracking(database.knex, config, stopSchedules.signal) : Promise.resolve();
   // And autovacuum's work, which PGlite has no process for (db/maintenance.ts); between requests where it can be.
   const maintaining = database.kind === 'pglite' ? keepMaintainingTables(database.knex, stopSchedules.signal, () => inFlight.drained()) : Promise.resolve();
-  // The embedded database admits no other process: the other commands run here, sent through DATA_DIR/quoting.sock.
+  // The embedded database admits no other process: the other commands run here, sent through DATA_DIR/quoting.sock,
+  // with this server's settings (the caller sends none).
   const stopCommands =
     database.kind === 'pglite'
       ? await serveCommands(config.DATA_DIR, (request, streams) =>
-          runServed({ database, env: request.env, cwd: request.cwd, serverPid: process.pid }, () => runProgram(request.argv, streams)),
+          runServed({ database, env: process.env, envFile, caller: request.env, cwd: request.cwd, serverPid: process.pid, input: request.input }, () =>
+            runProgram(request.argv, streams),
+          ),
         ).catch((err: Error) => {
           log.warn('the control socket could not be opened; other commands on this DATA_DIR will be refused', { error: err.message });
           return async () => {};

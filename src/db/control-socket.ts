@@ -12,6 +12,11 @@ import { Readable, Writable } from 'node:stream';
  * on file permissions, as with PostgreSQL's own socket: the socket is created with mode 0600 (under
  * a umask, so it is never reachable by others, not even for a moment) and only the user running
  * the server can open it. DATA_DIR itself is created with mode 0700.
+ * Whom the caller talks to: before sending anything, the caller checks that the socket and DATA_DIR
+ * belong to its own user or root and that no other user can write to DATA_DIR (untrustedSocket), so
+ * no one else's listener hears a command line. The caller sends no settings: a command run in the
+ * server uses the server's configuration; the caller's side is its terminal and, for a file it
+ * names (an import), the file's bytes, which it reads itself and streams as the command's stdin.
  *
  * Protocol: frames of a one-byte type, a 4-byte big-endian length and the payload.
  *   caller → server: 'h' header (JSON CommandRequest, first), 'i' stdin bytes, 'e' stdin ended, 'a' abort (Ctrl-C)
@@ -20,27 +25,33 @@ import { Readable, Writable } from 'node:stream';
  * request, so a command that never reads leaves the terminal alone and a slow one is not flooded.
  */
 
-const PROTOCOL = 1;
+const PROTOCOL = 2;
 const MAX_FRAME = 16 * 1024 * 1024;
 
 export function controlSocketPath(dataDir: string): string {
   return path.join(path.resolve(dataDir), 'quoting.sock');
 }
 
+/** The caller's variables a command run in the server may read: how to show its output, never a setting. */
+export const CALLER_VARIABLES = ['CI', 'CONTINUOUS_INTEGRATION', 'LOG_LEVEL'] as const;
+
 export interface CommandRequest {
   /** The command line after `quoting`. */
   argv: string[];
   cwd: string;
-  /** The caller's settings. */
+  /** The caller's CALLER_VARIABLES that are set (anything else is ignored). */
   env: Record<string, string>;
-  stdout: { isTTY: boolean; columns?: number };
+  /** `colors`: whether the caller's terminal shows colours (its hasColors()). */
+  stdout: { isTTY: boolean; columns?: number; colors?: boolean };
   stderr: { isTTY: boolean };
+  /** The file argument the caller opened itself and streams as stdin, with its size. */
+  input?: { file: string; size: number };
 }
 
 /** What the command reads and writes (a CommandIo of the CLI). */
 export interface CommandStreams {
   stdin: Readable;
-  stdout: Writable & { isTTY?: boolean; columns?: number };
+  stdout: Writable & { isTTY?: boolean; columns?: number; hasColors?: () => boolean };
   stderr: Writable & { isTTY?: boolean };
   signal: AbortSignal;
 }
@@ -117,7 +128,7 @@ async function handle(socket: net.Socket, run: (request: CommandRequest, streams
     socket.write(frame(type, payload), () => done?.());
   };
   // Output for a caller that has gone away is dropped, so the command still runs to its end.
-  const output = (type: string, tty: { isTTY?: boolean; columns?: number }) =>
+  const output = <T extends object>(type: string, tty: T) =>
     Object.assign(new Writable({ write: (chunk: Buffer, _encoding, callback) => send(type, chunk, () => callback()) }), tty);
   const stdin = new Readable({ read: () => send('s') });
 
@@ -141,7 +152,7 @@ async function handle(socket: net.Socket, run: (request: CommandRequest, streams
   }
   const streams: CommandStreams = {
     stdin,
-    stdout: output('o', { isTTY: request.stdout.isTTY, columns: request.stdout.columns }),
+    stdout: output('o', { isTTY: request.stdout.isTTY, columns: request.stdout.columns, hasColors: () => request.stdout.colors === true }),
     stderr: output('r', { isTTY: request.stderr.isTTY }),
     signal: abort.signal,
   };
@@ -155,16 +166,50 @@ function parseHeader(type: string, payload: Buffer): CommandRequest | null {
   if (type !== 'h') return null;
   try {
     const header = JSON.parse(payload.toString('utf8')) as CommandRequest & { protocol?: number };
-    if (header.protocol !== PROTOCOL || !Array.isArray(header.argv) || typeof header.cwd !== 'string' || typeof header.env !== 'object') return null;
-    return header;
+    if (header.protocol !== PROTOCOL || !Array.isArray(header.argv) || typeof header.cwd !== 'string' || typeof header.env !== 'object' || !header.env) return null;
+    if (header.input !== undefined && (typeof header.input?.file !== 'string' || typeof header.input.size !== 'number')) return null;
+    const env: Record<string, string> = {};
+    for (const key of CALLER_VARIABLES) if (typeof header.env[key] === 'string') env[key] = header.env[key];
+    return { ...header, env };
   } catch {
     return null;
   }
 }
 
 /**
+ * Why the socket in `dataDir` must not be sent a command, or undefined when it may be (or when there is no
+ * socket to talk to). A command line may carry a password, and whoever can write to DATA_DIR can put a
+ * listener of their own in the server's place: so the socket and DATA_DIR must belong to this user or to
+ * root, and no other user may write to DATA_DIR. A symbolic link is never followed.
+ */
+export function untrustedSocket(dataDir: string): string | undefined {
+  const socketPath = controlSocketPath(dataDir);
+  const me = process.getuid?.();
+  let socket: fs.Stats;
+  try {
+    socket = fs.lstatSync(socketPath);
+  } catch {
+    return undefined; // nothing there: the command runs here
+  }
+  if (me === undefined) return undefined; // no Unix users to check (Windows)
+  const refuse = (reason: string, fix: string) => `refusing to send this command to ${socketPath}: ${reason}; ${fix}`;
+  const asOwner = 'run it as the user that runs quoting serve';
+  if (socket.isSymbolicLink()) return refuse('it is a symbolic link, not the server\'s socket', 'stop whatever put it there, remove it and restart quoting serve');
+  const dir = path.dirname(socketPath);
+  const folder = fs.statSync(dir);
+  if (folder.uid !== me && folder.uid !== 0) return refuse(`${dir} belongs to uid ${folder.uid}, not to this user (uid ${me}) or root`, asOwner);
+  if (folder.mode & 0o022) {
+    const mode = (folder.mode & 0o7777).toString(8).padStart(4, '0');
+    return refuse(`other users can write to ${dir} (mode ${mode}), so the socket may not be the server's`, `make it private (chmod 700 ${dir}) and restart quoting serve`);
+  }
+  if (socket.uid !== me && socket.uid !== 0) return refuse(`it belongs to uid ${socket.uid}, not to this user (uid ${me}) or root`, asOwner);
+  return undefined;
+}
+
+/**
  * Runs a command in the server that holds `dataDir`, with this process's streams; resolves to its
  * exit code, or null when no server answers on the socket (none there, or a dead one's file).
+ * Rejects, sending nothing, when the socket cannot be trusted (untrustedSocket).
  * An abort of `local.signal` (Ctrl-C) is passed on to the command.
  */
 export function sendCommand(
@@ -172,6 +217,8 @@ export function sendCommand(
   request: CommandRequest,
   local: { stdin: Readable; stdout: Writable; stderr: Writable; signal: AbortSignal },
 ): Promise<number | null> {
+  const refusal = untrustedSocket(dataDir);
+  if (refusal) return Promise.reject(new Error(refusal));
   return new Promise((resolve, reject) => {
     const socket = net.connect(controlSocketPath(dataDir));
     let connected = false;

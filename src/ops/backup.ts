@@ -1,13 +1,16 @@
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { lockDataDir, openPglite, type Database } from '../db/database.js';
+import { checkEmbeddedBackup, NotABackup } from './backup-archive.js';
 
 export type BackupKind = 'pglite' | 'postgres';
 
 /** An embedded backup is PGlite's gzipped data-directory tar; a PostgreSQL one is pg_dump's custom format. */
 export function backupKind(file: string): BackupKind {
+  if (fs.statSync(file).isDirectory()) throw new NotABackup(`${file} is a directory, not a backup file`);
   const head = Buffer.alloc(5);
   const fd = fs.openSync(file, 'r');
   try {
@@ -17,7 +20,7 @@ export function backupKind(file: string): BackupKind {
   }
   if (head[0] === 0x1f && head[1] === 0x8b) return 'pglite';
   if (head.toString('latin1') === 'PGDMP') return 'postgres';
-  throw new Error(`${file} is not a backup made by 'quoting backup'`);
+  throw new NotABackup(`${file} is not a backup made by 'quoting backup'`);
 }
 
 /** Whether the database already holds accounts or workspaces (a migrated but unused one does not). */
@@ -28,9 +31,15 @@ export async function holdsData(knex: Knex): Promise<boolean> {
   return Boolean(counts[0].used);
 }
 
-/** Writes `file` atomically (a partial file never takes the name), readable by its owner only: it holds password hashes and keys. */
+/**
+ * Writes `file` atomically (a partial file never takes the name), readable by its owner only: it holds password hashes
+ * and keys. The partial file is created empty with mode 0600 (exclusively, so nothing planted under its name is
+ * followed) before the writer gets it: pg_dump opens an existing file without changing its mode, so no byte of the
+ * dump is ever readable by another user, not even while it is being written.
+ */
 export async function writeAtomically(file: string, write: (tmp: string) => Promise<void>): Promise<number> {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.partial`);
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.partial`);
+  fs.closeSync(fs.openSync(tmp, 'wx', 0o600));
   try {
     await write(tmp);
     fs.chmodSync(tmp, 0o600);
@@ -56,8 +65,11 @@ export async function dumpEmbedded(database: Database, tmp: string): Promise<voi
  * beside it (pglite.replaced-<time>) rather than deleted.
  */
 export async function restoreEmbedded(dataDir: string, file: string, force: boolean): Promise<{ replaced?: string }> {
+  // Read whole first: a damaged file is refused before anything is created or locked.
+  await checkEmbeddedBackup(file);
   const dir = path.resolve(dataDir);
-  fs.mkdirSync(dir, { recursive: true });
+  // Owner only, as the server makes it: the database files hold password hashes, keys and customers.
+  const created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 }) !== undefined;
   const release = lockDataDir(dir);
   const { PGlite } = await import('@electric-sql/pglite');
   const live = path.join(dir, 'pglite');
@@ -78,8 +90,11 @@ export async function restoreEmbedded(dataDir: string, file: string, force: bool
     try {
       await restored.waitReady;
       await restored.query('select 1');
+    } catch {
+      // A whole archive of a data directory that still does not start (another PostgreSQL major version, say).
+      throw new NotABackup(`${file} is not a backup this version of quoting can restore: the embedded database in it does not start`);
     } finally {
-      await restored.close();
+      await restored.close().catch(() => undefined);
     }
     let replaced: string | undefined;
     if (fs.existsSync(live)) {
@@ -94,6 +109,9 @@ export async function restoreEmbedded(dataDir: string, file: string, force: bool
     return { replaced };
   } catch (err) {
     fs.rmSync(staging, { recursive: true, force: true });
+    release();
+    // A failed restore into a new DATA_DIR leaves none behind.
+    if (created) fs.rmSync(dir, { recursive: true, force: true });
     throw err;
   } finally {
     release();

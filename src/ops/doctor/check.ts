@@ -23,6 +23,8 @@ export interface DoctorContext {
   settingsIn: string;
   /** The raw environment the settings were read from (to tell a value given from a default). */
   env: NodeJS.ProcessEnv;
+  /** The pid of the `quoting serve` that runs these checks for another process (it holds the embedded database). */
+  server?: number;
   /** Opened on first use and shared by the checks that need it. */
   database(): Promise<DatabaseAccess>;
 }

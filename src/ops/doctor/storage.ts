@@ -23,8 +23,8 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Who holds the embedded database: the lock file DATA_DIR/quoting.lock names a pid and its command. */
-function lockHolder(dir: string): string {
+/** Who holds the embedded database: the lock file DATA_DIR/quoting.lock names a pid and its command (`server`: see DoctorContext). */
+function lockHolder(dir: string, server?: number): string {
   let text: string;
   try {
     text = fs.readFileSync(path.join(dir, 'quoting.lock'), 'utf8');
@@ -33,6 +33,7 @@ function lockHolder(dir: string): string {
   }
   const [pidText, ...command] = text.split(' ');
   const pid = Number(pidText);
+  if (pid === process.pid && pid === server) return `the embedded database is held by the server that ran these checks, process ${pid} (quoting ${command.join(' ')})`;
   if (pid === process.pid) return 'no other process holds the embedded database';
   if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) return `the embedded database is held by process ${pid} (quoting ${command.join(' ')})`;
   return `a stale lock of process ${pidText} is left (the next start takes it over)`;
@@ -66,7 +67,7 @@ export const dataDir: Check = {
         `chmod 700 ${dir} as its owner (quoting does it itself when it opens the database as that user), then chmod -R go-rwx ${dir}`,
       );
     }
-    return ok(`${dir} is writable and private (mode ${octal(mode)}); ${lockHolder(dir)}`);
+    return ok(`${dir} is writable and private (mode ${octal(mode)}); ${lockHolder(dir, ctx.server)}`);
   },
 };
 
