@@ -14,6 +14,7 @@ import { migrateLatest, migrationStatus } from '../db/migrations.js';
 import { assertPostgresVersion } from '../db/postgres-version.js';
 import { startPgliteThread } from '../db/pglite-thread.js';
 import { holdsData, NotEmpty } from './backup.js';
+import { checkEmbeddedBackup } from './backup-archive.js';
 
 /** Tables of the migrator itself: each database keeps its own. */
 const MIGRATOR_TABLES = new Set(['knex_migrations', 'knex_migrations_lock']);
@@ -63,6 +64,8 @@ export async function restoreEmbeddedIntoPostgres(file: string, databaseUrl: str
 
 /** The backup, unpacked into memory: the file on disk is left as it is, and nothing is written beside it. */
 async function openBackup(file: string): Promise<Database> {
+  // A file cut short, damaged or not a backup is named by what it is not, before PGlite tries to start on it.
+  await checkEmbeddedBackup(file);
   const bytes = new Uint8Array(fs.readFileSync(file));
   let pglite;
   try {
