@@ -225,7 +225,8 @@ terminalTest('through quoting serve, the ink view keeps the colours of the calle
   t.is(alone.code, 0, alone.screen);
   t.true(alone.raw.includes(green), 'run alone, the summary is green');
 
-  const server = await startServe(t, ['--port', String(await freePort())], { env: { DATA_DIR: env.DATA_DIR } });
+  // A server under a CI system shows plain lines whatever the caller's terminal; this one runs where a person would run it.
+  const server = await startServe(t, ['--port', String(await freePort())], { env: { DATA_DIR: env.DATA_DIR, CI: undefined, CONTINUOUS_INTEGRATION: undefined } });
   const served = await onTerminal(`import products ${file('served.csv', products.replace(/TEE/g, 'CAP'))} --workspace acme`, person);
   t.is(served.code, 0, served.screen);
   t.regex(served.screen, /Importing products into acme/);
