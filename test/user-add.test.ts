@@ -35,7 +35,8 @@ test(`workspace create --owner-name, user add (password, then link) and workspac
     ['acme', 'Acme Tools', 'active', '2'],
   ]);
 
-  const server = await startServe(t, ['--port', String(await freePort())], { env });
+  // The link names the app's address: a command run inside the server takes the server's APP_URL, not the caller's.
+  const server = await startServe(t, ['--port', String(await freePort())], { env: { ...env, APP_URL: 'https://quotes.example.com/' } });
   const owner = await signIn(server.url, 'olive@acme.test', 'owner password 1');
   t.is(owner.login.status, 200, owner.login.text);
   t.is((await owner.client.get('/api/v1/auth/me')).body.data.user.name, 'Olive Owner');
