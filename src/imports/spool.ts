@@ -28,7 +28,6 @@ export interface SpoolOptions {
 
 /** A file spooled to a private temporary file: read it as often as needed, then remove it. */
 export interface Spooled {
-  bytes: number;
   read(): fs.ReadStream;
   remove(): Promise<void>;
 }
@@ -63,7 +62,7 @@ export async function spool(source: ByteSource, options: SpoolOptions): Promise<
     throw err instanceof HttpError ? err : new HttpError(options.failureStatus, `${capitalise(options.what)} broke off: ${(err as Error).message}.`);
   }
   await handle.close();
-  return { bytes, read: () => fs.createReadStream(file), remove };
+  return { read: () => fs.createReadStream(file), remove };
 }
 
 /** The next chunk, or the window's or the silence's error, whichever comes first. */
