@@ -29,3 +29,17 @@ const integerDigits = (decimal: string) => {
 export function isZeroAmount(amount: unknown): boolean {
   return /^0*(\.0*)?$/.test(String(amount ?? '0'));
 }
+
+/** Money text as PostgreSQL prints numeric(14,2): "12.5" and "012.50" are both "12.50". Text only, never a float. */
+export function moneyText(value: string | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  const [whole, fraction = ''] = value.split('.');
+  return `${whole.replace(/^0+(?=\d)/, '')}.${fraction.padEnd(2, '0')}`;
+}
+
+/** A quantity as trim_scale(numeric)::text prints it: "1.500" is "1.5", "2.000" is "2". */
+export function quantityText(value: string): string {
+  const [whole, fraction = ''] = value.split('.');
+  const trimmed = fraction.replace(/0+$/, '');
+  return `${whole.replace(/^0+(?=\d)/, '')}${trimmed ? `.${trimmed}` : ''}`;
+}

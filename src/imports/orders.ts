@@ -5,10 +5,10 @@ import { scoped } from '../db/scoped.js';
 import { Validation } from '../errors.js';
 import { emitSelected } from '../events/outbox.js';
 import { itemJsonText } from '../orders/service.js';
-import { CENTS_LIMIT, lineTotalCents } from '../money.js';
+import { CENTS_LIMIT, lineTotalCents, moneyText, quantityText } from '../money.js';
 import { inputIssues } from '../schema/parse.js';
 import { columnIndex, type CsvRow } from './csv.js';
-import { BatchOutcome, moneyText, quantityText, type Importer, type ImportReport, type RowError } from './report.js';
+import { BatchOutcome, type Importer, type ImportReport, type RowError } from './report.js';
 import { orderRow, type OrderRow } from './schema.js';
 
 const columns = [

@@ -61,20 +61,6 @@ export class BatchOutcome {
   }
 }
 
-/** Money text as PostgreSQL prints numeric(14,2): "12.5" and "012.50" are both "12.50". Text only, never a float. */
-export function moneyText(value: string | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  const [whole, fraction = ''] = value.split('.');
-  return `${whole.replace(/^0+(?=\d)/, '')}.${fraction.padEnd(2, '0')}`;
-}
-
-/** A quantity as trim_scale(numeric)::text prints it: "1.500" is "1.5", "2.000" is "2". */
-export function quantityText(value: string): string {
-  const [whole, fraction = ''] = value.split('.');
-  const trimmed = fraction.replace(/0+$/, '');
-  return `${whole.replace(/^0+(?=\d)/, '')}${trimmed ? `.${trimmed}` : ''}`;
-}
-
 /** JSON with object keys sorted, so that two equal attribute objects compare equal as text. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
