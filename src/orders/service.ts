@@ -10,7 +10,7 @@ import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { upsertCustomer } from '../customers/service.js';
 import { lockedQuoteForUser } from '../quotes/service.js';
-import type { ExternalOrderInput, ItemInput } from './schema.js';
+import type { ExternalOrderInput, ItemInput, OrderFilters } from './schema.js';
 
 export type OrderJson = Record<string, unknown> & { id: number; channel_id: number | null };
 export type ItemJson = Record<string, unknown> & { id: number };
@@ -55,13 +55,6 @@ async function accessibleOrder(db: Db, access: Access, id: number, need: 'read' 
 export async function getOrder(db: Db, access: Access, id: number) {
   await accessibleOrder(db, access, id, 'read');
   return withItems(db, access.workspaceId, id);
-}
-
-export interface OrderFilters {
-  status?: string;
-  channel_id?: number;
-  customer_id?: number;
-  q?: string;
 }
 
 /** The orders the caller may read, filtered, by id, as JSON pages. */

@@ -11,7 +11,7 @@ import { preparedQuery } from '../db/prepared.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { lineTotalFits } from '../money.js';
 import { upsertCustomer } from '../customers/service.js';
-import type { LineChanges, LineInput, QuoteChanges, QuoteInput, QuoteStatus } from './schema.js';
+import type { LineChanges, LineInput, QuoteChanges, QuoteFilters, QuoteInput, QuoteStatus } from './schema.js';
 
 export type QuoteJson = Record<string, unknown> & { id: number; status: QuoteStatus; quote_number: string; channel_id: number | null };
 export type LineJson = Record<string, unknown> & { id: number };
@@ -98,13 +98,6 @@ export async function readableQuote(db: Db, access: Access, id: number): Promise
 export async function getQuote(db: Db, access: Access, id: number) {
   const quote = await accessibleQuote(db, access, id, 'read');
   return { quote, lines: await linesOf(db, access, id), activities: await activitiesOf(db, access.workspaceId, id) };
-}
-
-export interface QuoteFilters {
-  status?: string;
-  channel_id?: number;
-  customer_id?: number;
-  q?: string;
 }
 
 /** The quotes the caller may read, filtered, by id, as JSON pages. */
