@@ -24,7 +24,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { openDatabase } from '../src/db/database.js';
-import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/pages.js';
+import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/keyset.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {

@@ -98,7 +98,7 @@ async function bytesQuery(sql: string, params: unknown[] | undefined, settings: 
 
 /**
  * List pages read ahead. A list's page is a `textAsBytes` query naming its place, `keyset: { after, rows }`
- * (src/db/pages.ts): the id after which it starts and its row count, which are its last two values (checked here, on
+ * (src/db/keyset.ts): the id after which it starts and its row count, which are its last two values (checked here, on
  * the values sent), and its row holds the page's `n` and `last_id`. Once a full page
  * has been sent, the same statement is run for the page after it, so that PGlite reads on while the server's thread
  * writes this page to its socket and asks for the next one, instead of waiting for that request (a round trip of

@@ -1,6 +1,6 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
+import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { givenFields } from '../db/fields.js';
