@@ -13,7 +13,7 @@ export const CENTS_LIMIT = 10n ** 14n;
 /**
  * Whether quantity × price, rounded half-up to cents, stays below 10^12 (what numeric(14,2) holds); exact, in integers.
  * Two factors with at most 11 integer digits between them (leading zeros counted too) multiply to less than 10^11:
- * answered without BigInt (a 50-line quote's checks took 12 µs with it, under 1 without).
+ * answered without BigInt, the common case kept cheap.
  */
 export function lineTotalFits(quantity: string, price: string): boolean {
   if (integerDigits(quantity) + integerDigits(price) <= 11) return true;

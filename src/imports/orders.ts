@@ -322,7 +322,7 @@ async function writeOrders(
 
 /**
  * The rows of a list of ids (`k.id`), each found by its own probe, however the statistics stand (see storedVariants
- * in products.ts). Written as `workspace_id = ? and id = any(?)`, it was planned, on a workspace this import is
+ * in products.ts). Written as `workspace_id = ? and id = any(?)`, it may be planned, on a workspace this import is
  * growing, as a scan of all the workspace's rows filtered by the list: each batch's events read every order so far.
  * Binds the workspace id.
  */

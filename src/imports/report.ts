@@ -35,9 +35,8 @@ export interface Importer {
   /**
    * Tables where the import writes each new row twice (a product's list text: inserted with the product, rewritten by
    * its variants' statement): vacuumed and analysed after a commit that created rows, so that a list read right after
-   * the import does not meet the dead first copies and their index entries (unvacuumed, PGlite read 50,000 products'
-   * texts at 1.17–1.26 × a vacuumed copy's time, bench/embedded-reads.ts) until autovacuum or the embedded database's
-   * own pass gets to them.
+   * the import does not meet the dead first copies and their index entries (which slow PGlite's reads of the texts,
+   * bench/embedded-reads.ts) until autovacuum or the embedded database's own pass gets to them.
    */
   readonly rewritten: string[];
   /** `last`: no rows follow (whatever the importer still holds, the open order, goes with this batch). */

@@ -184,9 +184,9 @@ const ORDER_CONVERTED = { from: 'o, items', data: `('{"order":' || o.api_json ||
 /**
  * A conversion in one statement: the order with the quote's fields and its totals (the lines' sum, the quote's
  * discount and tax), its items copied from the lines in their order, the quote's `converted` activity, and the
- * event with its deliveries (or, with events off or after an event's failure, without). It was a round trip each,
- * the order updated again for its totals and read back with its items: four times as long as its writes alone
- * (bench/quotes.ts, the flow).
+ * event with its deliveries (or, with events off or after an event's failure, without): one round trip, where a
+ * statement each, the order updated again for its totals and read back with its items would cost several times the
+ * writes.
  */
 const convertingText = (event: FoldedEvent | null) => `
   with q as (

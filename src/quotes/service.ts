@@ -27,7 +27,7 @@ export const quoteJson = (q = 'q') => `${q}.api_json::json`;
 
 /**
  * The API shape of a quote line, as json (pg hands back an object); its text is compact, as JSON.stringify prints it
- * (the composite type of migration 20261125010000), so a created quote's lines are sent as PostgreSQL wrote them.
+ * (the composite type `quote_lines_api`), so a created quote's lines are sent as PostgreSQL wrote them.
  * `times`: the created_at and updated_at texts, when the caller has them already (see insertQuote).
  */
 export const lineJson = (l = 'l', times = `iso_time(${l}.created_at), iso_time(${l}.updated_at)`) =>
@@ -36,8 +36,7 @@ export const lineJson = (l = 'l', times = `iso_time(${l}.created_at), iso_time($
 
 /**
  * A new line's created_at and updated_at are the transaction's now() (their default), the same for every line a
- * statement inserts: rendered once (a scalar subquery is run once per statement) rather than twice a line. On PGlite
- * that was a tenth of what 49 more lines add to the insert (0.08 of 0.79 ms; bench/README.md, 2026-11-27).
+ * statement inserts: rendered once (a scalar subquery is run once per statement) rather than twice a line.
  */
 const NEW_LINE_TIMES = '(select iso_time(now())), (select iso_time(now()))';
 
@@ -185,7 +184,7 @@ export interface QuoteText {
  * activity and the event (with its deliveries). The number comes last because its counter row stays
  * locked until commit: concurrent creations in a workspace queue behind that one statement and the commit.
  * The quote and its lines come back as the text PostgreSQL rendered, and go on to the event and the answer
- * as they are (a 50-line quote's lines were parsed, then serialised twice).
+ * as they are, never parsed and serialised again.
  */
 export async function createQuote(
   trx: Db,

@@ -68,9 +68,8 @@ const QUOTE_MOVED = { from: 'q', data: `('{"quote":' || q.api_json || '}')::json
 
 /**
  * A transition in one statement: the status and its timestamp (the column named after the new status, when it has
- * one), the activity, and the event with its deliveries (or, with events off or after an event's failure, without).
- * It was a round trip each, and the quote read again after the update: a transition took four times as long as its
- * writes alone (bench/quotes.ts, the flow).
+ * one), the activity, and the event with its deliveries (or, with events off or after an event's failure, without):
+ * one round trip, where a statement each and the quote read back would cost several times the writes.
  */
 const movingText = (event: FoldedEvent | null) => `
   with q as (
