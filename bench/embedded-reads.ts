@@ -1,13 +1,13 @@
 /**
  * Where an embedded list's time goes in PGlite's thread, apart from threads, sockets and HTTP. For each list, the
- * app's page queries (src/db/pages.ts: 2,000 rows by id, their texts joined by `string_agg`, bitmap scans off, the
+ * app's page queries (src/db/keyset.ts: 2,000 rows by id, their texts joined by `string_agg`, bitmap scans off, the
  * reply read off the wire as the thread reads it, src/db/pglite-wire.ts) are run on three tables of one PGlite, on a
  * data directory seeded as bench/lists.ts seeds it (without statistics):
  *   A: the list's own table (its text the last of its columns), as a filtered list reads it, and as an unfiltered
  *      one did before migration 20261126200000;
  *   T: the list's texts table (`quote_texts`, …), as an unfiltered list reads it now, as the app's writes left it;
  *   C: the texts alone, with id and workspace_id (the shape of bench/lists.ts's limit, on the same data directory);
- *   S: T as the server reads it: the app's own pages (src/db/pages.ts `textPages`) through knex and PGlite's thread
+ *   S: T as the server reads it: the app's own pages (src/db/keyset.ts `textPages`) through knex and PGlite's thread
  *      (src/db/pglite-thread.ts), on a copy of the data directory opened as `quoting serve` opens it.
  * Then the cost of one round trip to PGlite's thread as a page makes it, without the page (an empty query), through
  * knex and to the thread directly.
@@ -22,7 +22,7 @@
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, type Database } from '../src/db/database.js';
-import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/pages.js';
+import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/keyset.js';
 import type { PgliteThread } from '../src/db/pglite-thread.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';

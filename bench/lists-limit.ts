@@ -37,10 +37,10 @@ const CREATE = 'create table bench_limit (list text, n int, json text, primary k
 
 /**
  * The texts in order of `n`, as the primary key's index yields them, joined as they come: `string_agg(json, ','
- * order by n)` sorts its input first (PostgreSQL 15 always does), work the app's pages do not do (src/db/pages.ts),
+ * order by n)` sorts its input first (PostgreSQL 15 always does), work the app's pages do not do (src/db/keyset.ts),
  * and a limit that does more than the app flatters it. The digest the benchmark checks on every read proves the
  * order. `$1` the list, `$2` the last `n` before the page, `$3` its size (null: no limit). On PGlite, as the app's
- * embedded pages are read (src/db/pages.ts).
+ * embedded pages are read (src/db/keyset.ts).
  */
 const PAGE = `select count(*)::int as n, max(n) as last, string_agg(json, ',') as json
   from (select n, json from bench_limit where list = $1 and n > $2 order by n limit $3) page`;

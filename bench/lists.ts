@@ -24,7 +24,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { openDatabase } from '../src/db/database.js';
-import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/pages.js';
+import { EMBEDDED_PAGE_ROWS, PAGE_ROWS } from '../src/db/keyset.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
 import { seedOrders, seedQuotes } from './quotes-seed.js';
 import {
@@ -115,9 +115,9 @@ interface Row {
 
 /**
  * GET, the whole body received and counted, not kept or decoded (as `curl -o /dev/null` does): what is timed is the
- * server producing and sending it. fetch()'s arrayBuffer() gathered and joined the chunks, and on this machine it
- * received a 32 MB body from the bare server more slowly than the server sent it (the transfer of 50k quotes took
- * 479 ms with it), so API and transfer alike measured the client. The agent keeps the connection, as fetch did.
+ * server producing and sending it. fetch()'s arrayBuffer() gathers and joins the chunks, and receives a long body
+ * more slowly than the server sends it, so API and transfer alike would measure the client. The agent keeps the
+ * connection, as fetch does.
  */
 const agent = new http.Agent({ keepAlive: true });
 function get(url: string, headers: Record<string, string>): Promise<{ status: number; bytes: number; encoding?: string }> {

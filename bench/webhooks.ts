@@ -10,14 +10,12 @@
  *    + outboundAgents()), headers and signature, the same number of lanes, and no database. Per configuration,
  *    after one discarded warm-up round of each (--warmup-n), the ceiling and the worker alternate (A B A B) for
  *    --rounds (at least 3) rounds; min / median / max of each and of the per-round ratio are printed, and each round's
- *    rates in the order they ran. The warm-up is as long as a round: after a warm-up of 1000 deliveries the first
- *    measured round was the slowest of both, every time (the ceiling 18.1 – 19.3k/s against 20.9 – 27.5k in later
- *    rounds, the worker 10.6 – 11.3k against 14.3 – 20.1k), most likely because the worker process, started for the
- *    configuration, was still optimizing its code (V8 compiles in threads of its own, on the same two cores): a longer
- *    warm-up made the first round's shortfall smaller. The worker
- *    is one long-running `--watch` process per configuration; the receiver and the ceiling sender, which live
+ *    rates in the order they ran. The warm-up is as long as a round: after a shorter one the first measured round
+ *    is the slowest of both, the worker process, started for the configuration, still optimizing its code (V8
+ *    compiles in threads of its own, on the same cores). The worker is one long-running `--watch` process per
+ *    configuration; the receiver and the ceiling sender, which live
  *    through the whole run, are first primed with --prime-n requests (V8 takes thousands of requests to optimize
- *    their hot paths on a busy 2-core machine: the first 3000 ran at ~600/s, later ones at ~10000/s).
+ *    their hot paths on a busy 2-core machine).
  * 2. Latency. With `quoting serve` and a default `quoting worker --watch` running, M sequential
  *    `POST /api/v1/customers` (a new email each); from sending the request to the receiver getting the
  *    delivery carrying that email; also the p50 of each of --rounds consecutive slices of the runs.

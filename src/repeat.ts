@@ -1,3 +1,4 @@
+/** The in-process scheduler: runs a job every N ms until aborted (the tracking purge, the embedded database's vacuum). */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorFields, log } from './log.js';
 
@@ -8,10 +9,9 @@ export const pause = (ms: number, signal?: AbortSignal): Promise<void> => sleep(
 );
 
 /**
- * The schedules of long-running processes (the tracking purge, the embedded database's vacuum): `task` at once (or,
- * with `{ now: false }`, after one interval) and then every `everyMs` until `signal` aborts. Resolves once the run
- * under way, if any, has finished, so the caller may then close what the task uses. A failure is logged as `failed`
- * (unless it came of the abort) and the next run comes as usual.
+ * Runs `task` at once (or, with `{ now: false }`, after one interval) and then every `everyMs` until `signal` aborts.
+ * Resolves once the run under way, if any, has finished, so the caller may then close what the task uses. A failure
+ * is logged as `failed` (unless it came of the abort) and the next run comes as usual.
  */
 export async function repeatUntilAborted(failed: string, everyMs: number, signal: AbortSignal, task: () => Promise<unknown>, options: { now?: boolean } = {}): Promise<void> {
   if (options.now === false) await pause(everyMs, signal);

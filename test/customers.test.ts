@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
-import { PAGE_ROWS } from '../src/db/pages.js';
+import { PAGE_ROWS } from '../src/db/keyset.js';
 
 let app: TestApp;
 let owner: Owner;

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import zlib from 'node:zlib';
 import test from 'ava';
-import { PAGE_ROWS } from '../src/db/pages.js';
+import { PAGE_ROWS } from '../src/db/keyset.js';
 import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
 
 let app: TestApp;

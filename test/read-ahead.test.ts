@@ -1,6 +1,6 @@
 import test from 'ava';
 import { openPglite, type Database } from '../src/db/database.js';
-import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/pages.js';
+import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/keyset.js';
 import { startPgliteThread } from '../src/db/pglite-thread.js';
 
 // On the embedded database PGlite's thread reads a list's next page while the current one is sent

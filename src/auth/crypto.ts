@@ -4,7 +4,7 @@ import * as scryptTypes from 'scrypt-kdf';
 // scrypt-kdf's typings declare named exports, but the module exports one default object.
 const Scrypt = (scryptTypes as unknown as { default: typeof scryptTypes }).default;
 
-/** scrypt cost: N = 2^15, r = 8, p = 1 (32 MiB, roughly 100 ms a hash on this class of machine). */
+/** scrypt cost: N = 2^15, r = 8, p = 1 (32 MiB a hash): slow enough to make guessing costly, quick enough for a sign-in. */
 const SCRYPT_PARAMS = { logN: 15, r: 8, p: 1 } as const;
 
 export function randomToken(bytes = 32): string {

@@ -106,7 +106,7 @@ function sessionOf(row: SessionRow): ResolvedSession {
 
 /**
  * A cached session's user and workspace are answered as they are on many requests (`/auth/me`): their
- * JSON form is made on the first, and reused (`JSON.stringify` of the four dates was most of the cost of
+ * JSON form is made on the first, and reused (`JSON.stringify` of the four dates is most of the cost of
  * serialising that answer). They are frozen, so that form cannot go stale.
  */
 function serialisedOnce<T extends object>(value: T): T {

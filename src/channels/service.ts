@@ -1,7 +1,7 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereExact, whereSearch } from '../db/scoped.js';
-import { jsonPages, type JsonPage } from '../db/pages.js';
+import { jsonPages, type JsonPage } from '../db/keyset.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, NotFound } from '../errors.js';
 import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';

@@ -33,7 +33,7 @@ let servedNow = 0;
 
 /**
  * Runs a command for another process. Once run, an AsyncLocalStorage keeps Node's promise hooks on for the whole
- * process: every promise the server makes afterwards costs more (a few µs per webhook delivery, measured). So the
+ * process: every promise the server makes afterwards costs more (webhook deliveries included). So the
  * storage is disabled again when the last command being served ends.
  */
 export async function runServed<T>(context: ServedCommand, fn: () => Promise<T>): Promise<T> {

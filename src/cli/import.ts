@@ -158,8 +158,8 @@ export function summaryLines(status: ImportStatus): string[] {
 /**
  * Speed, and with the file's size the share done and the time left. The share is how far into the file
  * the rows done reach (the rows and the header line, times the bytes a line takes so far), not the bytes
- * read: the reader runs well ahead of the rows written (a whole batch, and the parser's buffers), which
- * showed 29 % at 2,000 of 20,000 rows and 100 % at 16,000.
+ * read: the reader runs well ahead of the rows written (a whole batch, and the parser's buffers), so the bytes read
+ * would show the import nearly done long before it is.
  */
 export function rate(status: ImportStatus, now = Date.now()): { rowsPerSecond: number; etaSeconds?: number; fraction?: number } {
   const seconds = Math.max((now - status.startedAt) / 1000, 0.001);

@@ -2,7 +2,7 @@ import { userOf, type Access } from '../access.js';
 import { channelLacking, rolesFor } from '../channels/access.js';
 import type { Db } from '../db/database.js';
 import { scoped, unfiltered, whereSearch } from '../db/scoped.js';
-import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
+import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { emit } from '../events/outbox.js';

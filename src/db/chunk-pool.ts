@@ -3,10 +3,9 @@
  * written (src/http/api.ts), so that a list of 50 MB reuses a few megabytes instead of allocating 50.
  *
  * Why not fresh buffers: V8 counts every buffer's memory as external to its heap and, every 64 MB or so of it,
- * marks the whole heap (the app's code, schemas and caches, ~22 MB) to find the dead ones; fresh memory also costs
- * more to write the first time than memory reused, its pages being mapped in one by one. Serving the 50k lists on
- * PostgreSQL, those collections were about a third of the server's CPU time (`perf record` of `quoting serve`), and a
- * list took a quarter longer than with its chunks reused.
+ * marks the whole heap (the app's code, schemas and caches) to find the dead ones; fresh memory also costs more to
+ * write the first time than memory reused, its pages being mapped in one by one. For long lists those collections
+ * are a large share of the server's CPU time.
  *
  * A chunk is lent once until it is given back (a second give-back, or a buffer not lent here, is ignored), and at
  * most KEPT are kept: enough for the pages in flight of a few long lists at once (16 MB); more are left to the

@@ -10,18 +10,16 @@ import { CHUNK, giveBack, takeChunk } from './chunk-pool.js';
  * one CopyData message a record, each copied as it arrives, after a comma, into chunks of 64 KB lent by
  * db/chunk-pool.ts (whoever sends the page gives them back).
  *
- * Why a message a record, not the page as one `string_agg` value in one message (as before): node-postgres's
+ * Why a message a record, not the page as one `string_agg` value in one message: node-postgres's
  * protocol parser gathers a message in a buffer of its own, and for a message of megabytes it grows that buffer by
- * doubling, copying what it holds into fresh memory each time; the page was then copied out of it once more. A CPU
- * profile of the 50k lists had those copies, and the collections of the memory they left behind, as the largest
- * part of the server's time. Messages of a record each fit the socket's reads, so the parser keeps reusing one
- * buffer of a few socket reads, and every byte is copied once, into the page. The database no longer joins the
- * texts either.
+ * doubling, copying what it holds into fresh memory each time, and the page would then be copied out of it once
+ * more; those copies, and collecting the memory they leave behind, dominate a long list's server time. Messages of
+ * a record each fit the socket's reads, so the parser keeps reusing one buffer of a few socket reads, and every byte
+ * is copied once, into the page. Nor does the database join the texts.
  *
  * Why chunks, not one buffer a page: memory fresh from the system costs far more to write the first time than to copy
  * into (its pages are mapped in one by one), and a buffer of megabytes is always fresh: the allocator maps it anew
- * and unmaps it when it is collected. Copying 650-byte texts into 3.3 MB buffers took 10 times as long as into one
- * kept buffer; chunks are kept and lent again (db/chunk-pool.ts).
+ * and unmaps it when it is collected. So chunks are kept and lent again (db/chunk-pool.ts).
  *
  * Binary COPY layout (PostgreSQL docs, "COPY", Binary Format): an 11-byte signature, an int32 of flags and an
  * int32 header-extension length (0) before the first row; each row an int16 field count then, per field, an

@@ -15,9 +15,8 @@ import { pause, repeatUntilAborted } from '../repeat.js';
  * the table's rows, for dead rows, rows inserted since the last vacuum, rows changed since the last analyze, and the
  * age of the table's oldest unfrozen transaction id), catalogs included, each get VACUUM, ANALYZE or both, one table
  * per statement. A table with `autovacuum_enabled = false` is left alone, as autovacuum leaves it, but for the vacuum
- * that keeps its transaction ids from wrapping around. A statement holds PGlite's one connection while it runs (a
- * VACUUM of 50,000 products just rewritten by their variants: 2.3 s the first time; of a table with little to do,
- * milliseconds), so each waits until no request is being handled, for at most IDLE_WAIT_MS, before it starts.
+ * that keeps its transaction ids from wrapping around. A statement holds PGlite's one connection while it runs (seconds
+ * for a large table just rewritten, milliseconds for one with little to do), so each waits until no request is being handled, for at most IDLE_WAIT_MS, before it starts.
  *
  * The counters are PostgreSQL's statistics, which PGlite keeps while it runs; rows changed before a start that the
  * statistics did not survive count again once their table changes enough.

@@ -1,7 +1,7 @@
 /**
  * PGlite in a worker thread (pglite-worker.ts), behind the few methods knex-pglite and the server call:
- * query, exec, listen, dumpDataDir, close. A query on the embedded database then no longer holds the
- * server's event loop for its duration (a 5,000-row page of a long list: hundreds of milliseconds), so
+ * query, exec, listen, dumpDataDir, close. A query on the embedded database then does not hold the
+ * server's event loop for its duration (a page of a long list takes a while), so
  * other requests, timers and webhook deliveries run meanwhile.
  *
  * Order is kept: messages on a port arrive in the order sent and the worker hands them to PGlite in that

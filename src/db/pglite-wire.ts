@@ -2,9 +2,8 @@
  * One statement on PGlite with its text columns kept as their UTF-8 bytes: the reply read straight from
  * the wire, as PostgreSQL sent it. PGlite's query() (and even its execProtocolRaw) runs every reply through
  * its JavaScript protocol parser, which decodes each text value into a JS string; for a list page (one
- * 700 KB value) that decoding, and the encoding back to bytes when the page is sent, cost more than the
- * database's own work (50k quotes in 1000-row pages: 188 ms of reads through query(), 77 ms read raw). Here
- * the reply is collected through execProtocolRawStream, which hands over the bytes unparsed, and walked once.
+ * large value) that decoding, and the encoding back to bytes when the page is sent, cost more than the
+ * database's own work. Here the reply is collected through execProtocolRawStream, which hands over the bytes unparsed, and walked once.
  *
  * Used by the embedded database's thread (pglite-worker.ts) for list pages (text kept as bytes) and for prepared
  * statements (every value decoded, once), and by bench/lists.ts for its limit, so that it reads PGlite as the app does.

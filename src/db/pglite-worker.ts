@@ -48,7 +48,7 @@ type Message = { name: string } & Record<string, unknown>;
 /**
  * A query under a name (preparedQuery, src/db/prepared.ts): parsed once on PGlite's one connection, then only
  * bound and run. PGlite's query() parses and plans every statement again on every call, in WebAssembly; for the
- * large statements of a quote's creation that was most of their time. As PostgreSQL does for a prepared
+ * large statements of a quote's creation that is most of their time. As PostgreSQL does for a prepared
  * statement, the first runs are planned for their values and later ones reuse a generic plan when it is as good.
  * Values are converted as PGlite's query() converts them (its serializer for each parameter's type), and
  * rows as it parses them, so a statement answers the same with or without a name.
@@ -68,7 +68,7 @@ async function namedQuery(name: string, sql: string, params: unknown[] = []): Pr
     const { types, fields } = statement;
     const values = params.map((value, i) => (value == null ? null : (pglite.serializers[types[i]]?.(value) ?? String(value))));
     // Read off the wire (pglite-wire.ts), each value decoded once: PGlite's own parser decodes every value into a
-    // string as part of a protocol message, and each was then parsed again by its type (a claim of webhook deliveries
+    // string as part of a protocol message, and each would then be parsed again by its type (a claim of webhook deliveries
     // returns a hundred rows of eight values).
     const reply = await rawReply(pglite, messages(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync()), namedReplySize);
     const { rows, affectedRows, notifications } = readReply(pglite, reply, { fields });
@@ -98,11 +98,11 @@ async function bytesQuery(sql: string, params: unknown[] | undefined, settings: 
 
 /**
  * List pages read ahead. A list's page is a `textAsBytes` query naming its place, `keyset: { after, rows }`
- * (src/db/pages.ts): the id after which it starts and its row count, which are its last two values (checked here, on
+ * (src/db/keyset.ts): the id after which it starts and its row count, which are its last two values (checked here, on
  * the values sent), and its row holds the page's `n` and `last_id`. Once a full page
  * has been sent, the same statement is run for the page after it, so that PGlite reads on while the server's thread
- * writes this page to its socket and asks for the next one, instead of waiting for that request (a round trip of
- * 0.2 – 0.25 ms a page, and any write the server's thread was in the middle of). The request that asks for it gets that
+ * writes this page to its socket and asks for the next one, instead of waiting for that request (a round trip a
+ * page, and any write the server's thread was in the middle of). The request that asks for it gets that
  * reply. Reads ahead stay valid across other list pages, which write nothing; any other request drops them all before
  * it runs, so a page is never older than a statement that came before its request. At most four are kept (four lists
  * streaming at once); a list whose client went away leaves one, dropped at the next such request or when a fifth comes.

@@ -8,10 +8,10 @@ export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];
  * A hot statement of constant text, run as a named prepared statement: each connection parses it once and, after
  * a few runs, plans it once, not on every call. On PostgreSQL, outside a transaction it is sent on a pooled
  * connection without knex's query building, runner and events (for `GET /auth/me` without a cached session those
- * were most of the server's CPU per request); inside one it goes through knex, named all the same. On the embedded
+ * are most of the server's CPU per request); inside one it goes through knex, named all the same. On the embedded
  * database the name travels with the query to PGlite's thread (src/db/pglite-worker.ts), where parsing and planning
- * run in WebAssembly: a quote's creation spent most of its statements' time there. The one way this code prepares
- * a statement.
+ * run in WebAssembly and would take most of the time of a quote's creation statements. The one way this code
+ * prepares a statement.
  *
  * `sql` takes its values as knex's raw bindings do: `:name` with an object, `?` with an array. knex itself turns
  * them into `$n` once (on the first call), so the text means exactly what it means to knex.

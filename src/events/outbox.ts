@@ -37,7 +37,7 @@ export const WEBHOOK_CHANNEL = 'quoting_webhooks';
  * the change, and a failure here is logged and swallowed so the operation itself still succeeds.
  * `data` is shaped exactly as the JSON API returns the resource. The deliveries to matching
  * webhook subscriptions are queued in the same statement (see emitWithin): the savepoint and one statement,
- * where the event, its deliveries, their NOTIFY and the savepoint's release were a round trip each.
+ * rather than a round trip each for the event, its deliveries, their NOTIFY and the savepoint's release.
  */
 export async function emit(trx: Db, access: Access, type: EventType, data: Record<string, unknown>): Promise<void> {
   // With WEBHOOKS_ENABLED=0 (carried by the access value) emitWithin writes nothing to the outbox. After a failure there

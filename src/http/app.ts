@@ -63,8 +63,8 @@ export function buildApi(deps: AppDeps): Api {
 
 /**
  * gzip or br when the client asks (Accept-Encoding) and the answer is over 1 KB; streamed lists are
- * compressed as they stream. Fast levels: a 36 MB list costs the server ~0.3 s of CPU at gzip 1
- * against ~1.2 s at the default 6, for a body ~10% larger (the `server CPU gzip` column of bench/lists.ts measures it).
+ * compressed as they stream. Fast levels: a long list costs the server a fraction of the CPU of the default
+ * levels, for a slightly larger body (the `server CPU gzip` column of bench/lists.ts measures it).
  */
 const COMPRESS_THRESHOLD = 1024;
 const compressor = compress({
@@ -78,7 +78,7 @@ const answered = () => Promise.resolve();
 /**
  * koa-compress, consulted only for answers it might compress: most answers are a JSON text under the
  * threshold (the API serialises its envelope itself), and for those its type, header and encoding
- * checks were per-request work with nothing to show for it.
+ * checks would be per-request work with nothing to show for it.
  */
 async function compression(ctx: Context, next: Next): Promise<void> {
   ctx.vary('Accept-Encoding');

@@ -147,7 +147,7 @@ async function keyPrincipal(db: Knex, config: Config, scheme: 'Public' | 'Bearer
  * The workspace of a public key: from the cache, or from the database (then cached). Every browser event
  * carries the public key, so this spares ingest a round trip; a rotation, suspension or reactivation
  * evicts the entry in every process (`authChanged`). The map is keyed by the key's hash, so looking a
- * guess up compares no key text. Unknown keys are not cached: each costs its query, as before.
+ * guess up compares no key text. Unknown keys are not cached: each costs its query.
  */
 async function workspaceOfPublicKey(db: Knex, key: string, cache: SessionCache | null): Promise<Workspace | null> {
   if (!cache) return findByPublicKey(db, key);

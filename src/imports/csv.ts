@@ -125,7 +125,7 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
 /**
  * csv-parse's options for an import (exported for the benchmark, which times csv-parse alone with them).
  * Empty lines are not skipped by the parser but by the reader, which counts every record itself: csv-parse's
- * `info` (its own counts) costs an object per record, a fifth of its time on a 50,000-row file.
+ * `info` (its own counts) costs an object per record, a large share of its time.
  */
 export function csvOptions(delimiter: string): Options {
   return {

@@ -5,10 +5,10 @@ import { scoped } from '../db/scoped.js';
 import { Validation } from '../errors.js';
 import { emitSelected } from '../events/outbox.js';
 import { itemJsonText } from '../orders/service.js';
-import { CENTS_LIMIT, lineTotalCents } from '../money.js';
+import { CENTS_LIMIT, lineTotalCents, moneyText, quantityText } from '../money.js';
 import { inputIssues } from '../schema/parse.js';
 import { columnIndex, type CsvRow } from './csv.js';
-import { BatchOutcome, moneyText, quantityText, type Importer, type ImportReport, type RowError } from './report.js';
+import { BatchOutcome, type Importer, type ImportReport, type RowError } from './report.js';
 import { orderRow, type OrderRow } from './schema.js';
 
 const columns = [
@@ -322,7 +322,7 @@ async function writeOrders(
 
 /**
  * The rows of a list of ids (`k.id`), each found by its own probe, however the statistics stand (see storedVariants
- * in products.ts). Written as `workspace_id = ? and id = any(?)`, it was planned, on a workspace this import is
+ * in products.ts). Written as `workspace_id = ? and id = any(?)`, it may be planned, on a workspace this import is
  * growing, as a scan of all the workspace's rows filtered by the list: each batch's events read every order so far.
  * Binds the workspace id.
  */

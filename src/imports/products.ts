@@ -2,10 +2,11 @@ import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { scoped } from '../db/scoped.js';
 import { Validation } from '../errors.js';
+import { moneyText } from '../money.js';
 import { inputIssues } from '../schema/parse.js';
 import type { CsvRow } from './csv.js';
 import { columnIndex } from './csv.js';
-import { BatchOutcome, canonicalJson, moneyText, type Importer, type ImportReport } from './report.js';
+import { BatchOutcome, canonicalJson, type Importer, type ImportReport } from './report.js';
 import { productRow, variantRow, type ProductRow, type VariantRow } from './schema.js';
 
 /** A product row after mapping from its file format onto the import's own fields. */

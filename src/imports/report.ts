@@ -35,9 +35,8 @@ export interface Importer {
   /**
    * Tables where the import writes each new row twice (a product's list text: inserted with the product, rewritten by
    * its variants' statement): vacuumed and analysed after a commit that created rows, so that a list read right after
-   * the import does not meet the dead first copies and their index entries (unvacuumed, PGlite read 50,000 products'
-   * texts at 1.17–1.26 × a vacuumed copy's time, bench/embedded-reads.ts) until autovacuum or the embedded database's
-   * own pass gets to them.
+   * the import does not meet the dead first copies and their index entries (which slow PGlite's reads of the texts,
+   * bench/embedded-reads.ts) until autovacuum or the embedded database's own pass gets to them.
    */
   readonly rewritten: string[];
   /** `last`: no rows follow (whatever the importer still holds, the open order, goes with this batch). */
@@ -59,20 +58,6 @@ export class BatchOutcome {
     report.failed += this.failed;
     for (const error of this.errors) report.errors.push(error);
   }
-}
-
-/** Money text as PostgreSQL prints numeric(14,2): "12.5" and "012.50" are both "12.50". Text only, never a float. */
-export function moneyText(value: string | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  const [whole, fraction = ''] = value.split('.');
-  return `${whole.replace(/^0+(?=\d)/, '')}.${fraction.padEnd(2, '0')}`;
-}
-
-/** A quantity as trim_scale(numeric)::text prints it: "1.500" is "1.5", "2.000" is "2". */
-export function quantityText(value: string): string {
-  const [whole, fraction = ''] = value.split('.');
-  const trimmed = fraction.replace(/0+$/, '');
-  return `${whole.replace(/^0+(?=\d)/, '')}${trimmed ? `.${trimmed}` : ''}`;
 }
 
 /** JSON with object keys sorted, so that two equal attribute objects compare equal as text. */

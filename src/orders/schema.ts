@@ -40,6 +40,7 @@ export const listOrdersQuery = z.object({
   customer_id: idFilterInput,
   q: filterInput.describe('Case-insensitive substring of the order number, external id, customer name or customer email'),
 });
+export type OrderFilters = z.output<typeof listOrdersQuery>;
 
 export const orderOut = z.object({
   id,

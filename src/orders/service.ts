@@ -1,6 +1,6 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
+import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { givenFields } from '../db/fields.js';
@@ -10,7 +10,7 @@ import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { upsertCustomer } from '../customers/service.js';
 import { lockedQuoteForUser } from '../quotes/service.js';
-import type { ExternalOrderInput, ItemInput } from './schema.js';
+import type { ExternalOrderInput, ItemInput, OrderFilters } from './schema.js';
 
 export type OrderJson = Record<string, unknown> & { id: number; channel_id: number | null };
 export type ItemJson = Record<string, unknown> & { id: number };
@@ -55,13 +55,6 @@ async function accessibleOrder(db: Db, access: Access, id: number, need: 'read' 
 export async function getOrder(db: Db, access: Access, id: number) {
   await accessibleOrder(db, access, id, 'read');
   return withItems(db, access.workspaceId, id);
-}
-
-export interface OrderFilters {
-  status?: string;
-  channel_id?: number;
-  customer_id?: number;
-  q?: string;
 }
 
 /** The orders the caller may read, filtered, by id, as JSON pages. */
@@ -191,9 +184,9 @@ const ORDER_CONVERTED = { from: 'o, items', data: `('{"order":' || o.api_json ||
 /**
  * A conversion in one statement: the order with the quote's fields and its totals (the lines' sum, the quote's
  * discount and tax), its items copied from the lines in their order, the quote's `converted` activity, and the
- * event with its deliveries (or, with events off or after an event's failure, without). It was a round trip each,
- * the order updated again for its totals and read back with its items: four times as long as its writes alone
- * (bench/quotes.ts, the flow).
+ * event with its deliveries (or, with events off or after an event's failure, without): one round trip, where a
+ * statement each, the order updated again for its totals and read back with its items would cost several times the
+ * writes.
  */
 const convertingText = (event: FoldedEvent | null) => `
   with q as (

@@ -5,7 +5,8 @@ import { isZeroAmount } from '../money.js';
 import { HttpError } from '../errors.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import type { PublicQuote } from '../quotes/public.js';
-import { expiredOn, type LineJson, type QuoteJson } from '../quotes/service.js';
+import type { LineJson, QuoteJson } from '../quotes/service.js';
+import { expiredOn } from '../quotes/transitions.js';
 
 /** The public quote page: templates/quote-page.html, split into parts and filled by the one template renderer. */
 

@@ -1,7 +1,7 @@
 import type { Access } from '../access.js';
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
-import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
+import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { givenFields } from '../db/fields.js';
 import { likePattern, scoped, unfiltered, whereExact } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';

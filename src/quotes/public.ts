@@ -5,7 +5,8 @@ import { isZeroAmount } from '../money.js';
 import { Conflict, NotFound, PaymentRequired } from '../errors.js';
 import { lockReason, type Workspace } from '../workspaces/model.js';
 import type { QuoteStatus } from './schema.js';
-import { expiredOn, linesOf, quoteById, quoteJson, recordActivity, transition, type LineJson, type QuoteJson } from './service.js';
+import { linesOf, quoteById, quoteJson, recordActivity, type LineJson, type QuoteJson } from './service.js';
+import { expiredOn, transition } from './transitions.js';
 
 /**
  * The quote as its customer reaches it: the random token in the mailed link is the only

@@ -11,8 +11,9 @@ import {
   activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
 } from './schema.js';
 import {
-  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, removeLine, transitionQuote, updateLine, updateQuote, type QuoteText,
+  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, removeLine, updateLine, updateQuote, type QuoteText,
 } from './service.js';
+import { transitionQuote } from './transitions.js';
 
 /** `{quote, lines}` from their JSON text, sent as it is. */
 const quoteText = ({ quote, lines }: QuoteText) => jsonText(`{"quote":${quote},"lines":${lines}}`);

@@ -57,6 +57,7 @@ export const listQuotesQuery = z.object({
   customer_id: idFilterInput,
   q: filterInput.describe('Case-insensitive substring of the quote number, customer name or customer email'),
 });
+export type QuoteFilters = z.output<typeof listQuotesQuery>;
 
 
 export const quoteOut = z.object({

@@ -3,7 +3,8 @@ import type { Db } from '../db/database.js';
 import { Conflict, Unavailable, Validation } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
 import { renderMail } from '../templates.js';
-import { assertTransition, expiredOn, lockedQuoteForUser, transition, type QuoteJson } from './service.js';
+import { lockedQuoteForUser, type QuoteJson } from './service.js';
+import { assertTransition, expiredOn, transition } from './transitions.js';
 
 /** The public page of a quote: the link mailed to its customer. */
 export function publicUrl(appUrl: string, quote: QuoteJson): string {

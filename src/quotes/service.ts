@@ -1,17 +1,19 @@
+/** Quotes: create, read, update, delete and list, and a draft's lines. */
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages, textPages, type JsonPage } from '../db/pages.js';
+import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
+import { emit } from '../events/outbox.js';
 import { randomToken } from '../auth/crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { givenFields } from '../db/fields.js';
 import { preparedQuery } from '../db/prepared.js';
 import { isNumericOverflow } from '../db/errors.js';
-import { lineTotalFits } from '../money.js';
 import { upsertCustomer } from '../customers/service.js';
-import type { LineChanges, LineInput, QuoteChanges, QuoteInput, QuoteStatus } from './schema.js';
+import { takeQuoteNumber } from './numbering.js';
+import { assertLineFits, insertLine, priceLine, recalculate, tooMuchDiscount, totalOverflow, variantsBySku, type Variant } from './pricing.js';
+import type { LineChanges, LineInput, QuoteChanges, QuoteFilters, QuoteInput, QuoteStatus } from './schema.js';
 
 export type QuoteJson = Record<string, unknown> & { id: number; status: QuoteStatus; quote_number: string; channel_id: number | null };
 export type LineJson = Record<string, unknown> & { id: number };
@@ -25,7 +27,7 @@ export const quoteJson = (q = 'q') => `${q}.api_json::json`;
 
 /**
  * The API shape of a quote line, as json (pg hands back an object); its text is compact, as JSON.stringify prints it
- * (the composite type of migration 20261125010000), so a created quote's lines are sent as PostgreSQL wrote them.
+ * (the composite type `quote_lines_api`), so a created quote's lines are sent as PostgreSQL wrote them.
  * `times`: the created_at and updated_at texts, when the caller has them already (see insertQuote).
  */
 export const lineJson = (l = 'l', times = `iso_time(${l}.created_at), iso_time(${l}.updated_at)`) =>
@@ -34,31 +36,12 @@ export const lineJson = (l = 'l', times = `iso_time(${l}.created_at), iso_time($
 
 /**
  * A new line's created_at and updated_at are the transaction's now() (their default), the same for every line a
- * statement inserts: rendered once (a scalar subquery is run once per statement) rather than twice a line. On PGlite
- * that was a tenth of what 49 more lines add to the insert (0.08 of 0.79 ms; bench/README.md, 2026-11-27).
+ * statement inserts: rendered once (a scalar subquery is run once per statement) rather than twice a line.
  */
 const NEW_LINE_TIMES = '(select iso_time(now())), (select iso_time(now()))';
 
 const activityJson = (a = 'a') =>
   `json_build_object('id', ${a}.id, 'type', ${a}.type, 'actor', ${a}.actor, 'message', ${a}.message, 'created_at', iso_time(${a}.created_at))`;
-
-/** The addendum's transitions; anything else is 409 naming the current status. */
-const transitions: Record<QuoteStatus, QuoteStatus[]> = {
-  draft: ['sent', 'cancelled'],
-  sent: ['accepted', 'declined', 'cancelled'],
-  accepted: ['paid', 'cancelled'],
-  declined: [],
-  cancelled: [],
-  paid: [],
-};
-
-const timestampOf: Partial<Record<QuoteStatus, string>> = {
-  sent: 'sent_at',
-  accepted: 'accepted_at',
-  declined: 'declined_at',
-  cancelled: 'cancelled_at',
-  paid: 'paid_at',
-};
 
 /** The quote's JSON; `lock`: read with its row locked until the transaction ends (FOR UPDATE), in the same statement. */
 export async function quoteById(db: Db, access: Access, id: number, lock = false): Promise<QuoteJson> {
@@ -95,16 +78,14 @@ export async function readableQuote(db: Db, access: Access, id: number): Promise
   return accessibleQuote(db, access, id, 'read');
 }
 
+/** The quote locked for a change (FOR UPDATE), when the caller's channel roles let them write it (403 otherwise). */
+export async function lockedQuoteForUser(trx: Db, access: Access, id: number): Promise<QuoteJson> {
+  return accessibleQuote(trx, access, id, 'write', true);
+}
+
 export async function getQuote(db: Db, access: Access, id: number) {
   const quote = await accessibleQuote(db, access, id, 'read');
   return { quote, lines: await linesOf(db, access, id), activities: await activitiesOf(db, access.workspaceId, id) };
-}
-
-export interface QuoteFilters {
-  status?: string;
-  channel_id?: number;
-  customer_id?: number;
-  q?: string;
 }
 
 /** The quotes the caller may read, filtered, by id, as JSON pages. */
@@ -116,94 +97,6 @@ export function listQuotes(db: Db, access: Access, filters: QuoteFilters): Async
     return whereSearch(query, ['q.quote_number', 'q.customer_name', 'q.customer_email'], filters.q);
   };
   return jsonPages(db, filtered, 'q.id', 'q.api_json');
-}
-
-/**
- * Totals in PostgreSQL numeric: line totals rounded half-up to cents, tax on (subtotal − discount).
- * `field` is the input named when a total would not fit its column.
- */
-async function recalculate(trx: Db, workspaceId: number, quoteId: number, field = 'lines'): Promise<void> {
-  const { rows } = await trx.raw(
-    `select t.subtotal::text as subtotal, q.discount_amount::text as discount, q.discount_amount > t.subtotal as too_much
-     from quotes q, (select coalesce(sum(line_total), 0) as subtotal from quote_lines where quote_id = ? and workspace_id = ?) t
-     where q.id = ? and q.workspace_id = ?`,
-    [quoteId, workspaceId, quoteId, workspaceId],
-  );
-  if (rows[0]?.too_much) throw tooMuchDiscount(rows[0].discount, rows[0].subtotal);
-  await trx
-    .raw(
-      `update quotes q set subtotal = t.subtotal,
-         tax_amount = round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
-         total = t.subtotal - q.discount_amount + round((t.subtotal - q.discount_amount) * q.tax_rate / 100, 2),
-         updated_at = now()
-       from (select coalesce(sum(line_total), 0) as subtotal from quote_lines where quote_id = ? and workspace_id = ?) t
-       where q.id = ? and q.workspace_id = ?`,
-      [quoteId, workspaceId, quoteId, workspaceId],
-    )
-    .catch(totalOverflow(field));
-}
-
-const tooMuchDiscount = (discount: string, subtotal: string) =>
-  new Validation('discount_amount', `discount_amount (${discount}) must not exceed the subtotal (${subtotal}).`);
-
-const totalOverflow = (field: string) => (err: unknown) => {
-  if (isNumericOverflow(err)) throw new Validation(field, `${field}: the quote total must be less than 1000000000000.`);
-  throw err;
-};
-
-interface Variant {
-  id: number;
-  price: string | null;
-  /** "T-Shirt, Small": the product's name, then the variant's when it has one. */
-  description: string;
-}
-
-/** The variants the SKUs name, in one query. */
-async function variantsBySku(trx: Db, workspaceId: number, skus: string[]): Promise<Map<string, Variant>> {
-  const wanted = [...new Set(skus)];
-  if (wanted.length === 0) return new Map();
-  const { rows } = await trx.raw(
-    `select v.sku, v.id, v.price::text as price, p.name || coalesce(', ' || nullif(v.name, ''), '') as description
-     from variants v join products p on p.id = v.product_id and p.workspace_id = v.workspace_id
-     where v.workspace_id = ? and v.sku in (select json_array_elements_text(?::json))`,
-    [workspaceId, JSON.stringify(wanted)],
-  );
-  return new Map(rows.map((r: Variant & { sku: string }) => [r.sku, { id: r.id, price: r.price, description: r.description }]));
-}
-
-interface PricedLine {
-  variant_id: number | null;
-  sku: string | null;
-  description: string | null;
-  quantity: string;
-  price: string;
-}
-
-/**
- * The line's price (given, or the price of the variant its SKU names; 422 `<field>.price` when
- * neither), variant and description (given, or the variant's).
- */
-function priceLine(line: LineInput, variant: Variant | undefined, field: string): PricedLine {
-  const price = line.price ?? variant?.price ?? null;
-  const at = (name: string) => (field ? `${field}.${name}` : name);
-  if (price === null) {
-    throw new Validation(at('price'), `${at('price')} is required${line.sku ? ` (no variant with SKU "${line.sku}" has a price)` : ''}.`);
-  }
-  if (!lineTotalFits(line.quantity, price)) throw new Validation(at('quantity'), `${at('quantity')}: quantity × price must be less than 1000000000000.`);
-  return { variant_id: variant?.id ?? null, sku: line.sku ?? null, description: line.description ?? variant?.description ?? null, quantity: line.quantity, price };
-}
-
-function assertLineFits(quantity: string, price: string, field: string): void {
-  if (!lineTotalFits(quantity, price)) throw new Validation(field, `${field}: quantity × price must be less than 1000000000000.`);
-}
-
-async function insertLine(trx: Db, workspaceId: number, quoteId: number, line: LineInput, field: string): Promise<number> {
-  const variants = await variantsBySku(trx, workspaceId, line.sku ? [line.sku] : []);
-  const priced = priceLine(line, line.sku ? variants.get(line.sku) : undefined, field);
-  const [row] = await trx('quote_lines')
-    .insert({ ...priced, workspace_id: workspaceId, quote_id: quoteId, line_total: trx.raw('round(?::numeric * ?::numeric, 2)', [priced.quantity, priced.price]) })
-    .returning('id');
-  return row.id;
 }
 
 async function resolveCustomer(trx: Db, access: Access, input: Pick<QuoteInput, 'customer_id' | 'customer'>) {
@@ -291,7 +184,7 @@ export interface QuoteText {
  * activity and the event (with its deliveries). The number comes last because its counter row stays
  * locked until commit: concurrent creations in a workspace queue behind that one statement and the commit.
  * The quote and its lines come back as the text PostgreSQL rendered, and go on to the event and the answer
- * as they are (a 50-line quote's lines were parsed, then serialised twice).
+ * as they are, never parsed and serialised again.
  */
 export async function createQuote(
   trx: Db,
@@ -316,38 +209,6 @@ export async function createQuote(
   if (created.id === null) throw tooMuchDiscount(discount, created.subtotal);
   const quote = await takeQuoteNumber(trx, access, created.id, created.lines);
   return { quote, lines: created.lines };
-}
-
-/** The `quote.created` event's data as `emit` would write it, JSON.stringify({quote, lines}): api_json is that compact text. */
-const QUOTE_CREATED = { from: 'q', data: `('{"quote":' || q.api_json || ',"lines":' || ?::text || '}')::json` };
-
-/** takeQuoteNumber's statement, with the event's CTEs (or, with events off or after an event's failure, without). */
-const numberingText = (event: FoldedEvent | null) => `
-  with n as (
-    insert into quote_numbers (workspace_id, year, last_number) values (?, ?, 1)
-    on conflict (workspace_id, year) do update set last_number = quote_numbers.last_number + 1
-    returning last_number::text as last
-  ), q as (
-    update quotes set quote_number = ? || lpad(n.last, greatest(6, length(n.last)), '0') from n
-    where quotes.id = ? and quotes.workspace_id = ?
-    returning quotes.quote_number, quotes.api_json
-  ), a as (
-    insert into quote_activities (workspace_id, quote_id, type, actor, message)
-    select ?, ?, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
-  )${event ? `, ${event.ctes}` : ''}
-  select api_json as quote${event ? `, ${event.column}` : ''} from q`;
-const numberQuote = emittingStatement<{ quote: string }>('quoting_number_quote', QUOTE_CREATED, numberingText);
-
-/**
- * `Q-<year>-<6 digits>`, gap-free per workspace and year: the counter row stays locked until the
- * creating transaction ends. One statement numbers the quote, records the `created` activity and
- * emits `quote.created` (the quote as numbered, with `lines`, a JSON array's text); returns the quote's JSON text.
- */
-async function takeQuoteNumber(trx: Db, access: Access, quoteId: number, lines: string): Promise<string> {
-  const year = new Date().getUTCFullYear();
-  const values = [access.workspaceId, year, `Q-${year}-`, quoteId, access.workspaceId, access.workspaceId, quoteId, access.actor];
-  const [row] = await numberQuote(trx, access, 'quote.created', values, [lines]);
-  return row.quote;
 }
 
 /** `POST /quotes/external`: idempotent on external_id (the first quote is returned, 200). */
@@ -458,79 +319,4 @@ async function afterLineChange(trx: Db, access: Access, quoteId: number, lineId:
   await recordActivity(trx, access, quoteId, type, `${verb} line ${line.sku ?? line.description ?? lineId}.`);
   await emit(trx, access, `quote.${type}`, { quote_id: quoteId, line });
   return { quote: await quoteById(trx, access, quoteId), line };
-}
-
-/**
- * The day the quote's validity ended, or null while it holds (or it has no valid_until). valid_until is the last
- * day, in UTC, on which the quote may be accepted or paid; the statuses stay the addendum's six, expiry is no status.
- */
-export function expiredOn(quote: QuoteJson, now = new Date()): string | null {
-  const until = quote.valid_until;
-  return typeof until === 'string' && until < now.toISOString().slice(0, 10) ? until : null;
-}
-
-/** 409 naming valid_until when the quote has expired: it can no longer be accepted or paid. */
-export function assertNotExpired(quote: QuoteJson, to: Extract<QuoteStatus, 'accepted' | 'paid'>): void {
-  const expired = expiredOn(quote);
-  if (expired) {
-    throw new Conflict(`Quote ${quote.quote_number} expired on ${expired} (valid_until); it can no longer be ${to === 'accepted' ? 'accepted' : 'paid'}.`);
-  }
-}
-
-/** 409 naming the current status unless the addendum allows the quote to become `to`. */
-export function assertTransition(quote: QuoteJson, to: QuoteStatus): void {
-  if (!transitions[quote.status].includes(to)) {
-    throw new Conflict(`Quote ${quote.quote_number} is ${quote.status}; it cannot become ${to}.`);
-  }
-}
-
-/**
- * Moves the quote to `to` if the addendum allows it (409 naming the current status otherwise),
- * stamps the time, writes the activity and emits the event named after the new status.
- */
-export async function transition(trx: Db, access: Access, quote: QuoteJson, to: QuoteStatus, message?: string): Promise<QuoteJson> {
-  assertTransition(quote, to);
-  const workspaceId = access.workspaceId;
-  // The new status, for the status and for each timestamp's case (movingText), then the row, then the activity.
-  const statuses = new Array<string>(1 + Object.keys(timestampOf).length).fill(to);
-  const values = [...statuses, workspaceId, quote.id, workspaceId, quote.id, to, access.actor, message ?? `Quote ${quote.quote_number} ${to}.`];
-  const [row] = await moveQuote(trx, access, `quote.${to}` as 'quote.sent', values);
-  return row.quote;
-}
-
-/** A transition's event data as `emit` would write it, JSON.stringify({quote}): api_json is that compact text. */
-const QUOTE_MOVED = { from: 'q', data: `('{"quote":' || q.api_json || '}')::json` };
-
-/**
- * A transition in one statement: the status and its timestamp (the column named after the new status, when it has
- * one), the activity, and the event with its deliveries (or, with events off or after an event's failure, without).
- * It was a round trip each, and the quote read again after the update: a transition took four times as long as its
- * writes alone (bench/quotes.ts, the flow).
- */
-const movingText = (event: FoldedEvent | null) => `
-  with q as (
-    update quotes set status = ?,
-      ${Object.entries(timestampOf).map(([status, column]) => `${column} = case when ? = '${status}' then now() else ${column} end`).join(',\n      ')},
-      updated_at = now()
-    where workspace_id = ? and id = ?
-    returning api_json
-  ), a as (
-    insert into quote_activities (workspace_id, quote_id, type, actor, message) select ?, ?, ?, ?, ? from q
-  )${event ? `, ${event.ctes}` : ''}
-  select api_json::json as quote${event ? `, ${event.column}` : ''} from q`;
-const moveQuote = emittingStatement<{ quote: QuoteJson }>('quoting_move_quote', QUOTE_MOVED, movingText);
-
-/**
- * A transition requested through the API by a signed-in user (write access to the quote's channel). Past its
- * valid_until a quote can no longer be accepted or marked paid (409); it can still be declined or cancelled.
- */
-export async function transitionQuote(trx: Db, access: Access, id: number, to: QuoteStatus): Promise<QuoteJson> {
-  const quote = await accessibleQuote(trx, access, id, 'write', true);
-  assertTransition(quote, to);
-  if (to === 'accepted' || to === 'paid') assertNotExpired(quote, to);
-  return transition(trx, access, quote, to);
-}
-
-export async function lockedQuoteForUser(trx: Db, access: Access, id: number): Promise<QuoteJson> {
-  return accessibleQuote(trx, access, id, 'write', true);
 }

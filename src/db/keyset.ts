@@ -9,10 +9,9 @@ export const PAGE_ROWS = 5000;
 
 /**
  * Rows per page on the embedded database. PGlite runs one statement at a time, so every other request
- * (`/healthz` included) waits for the page being read, and a page is also a round trip to PGlite's thread.
- * bench/embedded.ts and bench/lists.ts, 50k-row lists: with 1,000 rows `/healthz` p99 25–29 ms during the lists
- * and the quotes list 193 ms; with 5,000, 95–103 ms (a page of products and their variants is the longest) and
- * 131 ms; with 2,000, 34 ms and 134 ms.
+ * (`/healthz` included) waits for the page being read, and a page is also a round trip to PGlite's thread:
+ * smaller pages keep other requests waiting less, larger ones make a long list faster (bench/embedded.ts and
+ * bench/lists.ts weigh the two).
  */
 export const EMBEDDED_PAGE_ROWS = 2000;
 
@@ -31,21 +30,19 @@ export type JsonPage = string | Buffer | LentText;
  *
  * A page's texts are joined in the order the page query yields them, by id (its ORDER BY ... LIMIT feeds the
  * aggregate directly, with nothing between them that could reorder rows). Not `string_agg(j, ',' order by id)`:
- * PostgreSQL before 16 sorts an ordered aggregate's input even when it arrives sorted, and a sort of 5,000
- * freshly built texts was a third of a 50k products list's time in the database (measured 524 → 322 ms, the
- * variants' own ordered aggregate included; see productText).
+ * PostgreSQL before 16 sorts an ordered aggregate's input even when it arrives sorted, a large share of a long
+ * list's time in the database (see productText for the variants' own aggregate).
  *
  * Each page runs with bitmap scans off: before a table has statistics (a fresh import) the planner
  * guesses a few hundred rows for `workspace_id = ? and id > ?` and fetches every remaining row of the
- * workspace through a bitmap, then sorts them for the first page (measured: 85 ms a 1000-row page at 50k rows,
- * quadratic over the list); the ordered index scan it takes instead reads 1000 rows (2 ms).
+ * workspace through a bitmap, then sorts them for the first page, quadratic over the list; the ordered index
+ * scan reads only the page's rows.
  *
  * On PostgreSQL through node-postgres a page is one round trip, the page query's rows (id, text) through
  * `COPY … TO STDOUT (FORMAT binary)`, joined as they arrive and kept as bytes (db/copy-out.ts): node-postgres decodes every
- * ordinary result into a JS string, which the response then encodes back; a CPU profile of the 50k quotes
- * list had those two conversions as most of the server's time, and their strings as most of its memory
- * growth (RSS +138 MB; +14 MB since). The setting goes in the same simple query, local to its implicit
- * transaction: one round trip instead of four (begin, set, select, commit).
+ * ordinary result into a JS string, which the response then encodes back, most of a long list's server time and
+ * memory. The setting goes in the same simple query, local to its implicit transaction: one round trip instead
+ * of four (begin, set, select, commit).
  */
 export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn: string, json: string): AsyncGenerator<JsonPage> {
   const postgres = db.client.config.client === 'pg';
@@ -66,8 +63,8 @@ export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn
 
 /**
  * A whole list, unfiltered: the texts kept beside its table (`quote_texts`, `order_texts`, `customer_texts`,
- * `product_texts`: workspace_id, id and the stored text alone, kept by the statements that write the table, migration
- * 20261126200000_list_texts), read in the same pages. PostgreSQL finds a text in those narrow rows without walking
+ * `product_texts`: workspace_id, id and the stored text alone, kept by the statements that write the table), read in
+ * the same pages. PostgreSQL finds a text in those narrow rows without walking
  * the table's other columns, and reads no page that holds them. A filtered list reads its table, where the
  * filtered columns are.
  */
@@ -90,9 +87,8 @@ async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: Len
  * The page as one `string_agg` value, with bitmap scans off for it: on the embedded database, and inside a
  * transaction. On the embedded database it is one round trip to PGlite's thread (setting, statement and
  * transaction together) and its text arrives as bytes (db/pglite-wire.ts), sent on as they are, as COPY's are on
- * PostgreSQL (GET /quotes of 50k rows: 712 → 262 ms in bench/lists.ts), and the buffer they arrived in goes back to
- * the thread for a later page once they are sent (db/pglite-thread.ts `giveBackBytes`). Outside a transaction the
- * page names its place, `keyset: { after, rows }`: PGlite's thread, finding them as the statement's last two values,
+ * PostgreSQL, and the buffer they arrived in goes back to the thread for a later page once they are sent
+ * (db/pglite-thread.ts `giveBackBytes`). Outside a transaction the page names its place, `keyset: { after, rows }`: PGlite's thread, finding them as the statement's last two values,
  * reads the next page while this one is sent (pglite-worker.ts, readAheads).
  */
 async function aggregatedPage(
