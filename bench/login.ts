@@ -6,7 +6,7 @@
  *   node dist/bench/login.js [--db postgres,embedded] [--runs 50] [--warmup 3] [--hashes 25]
  */
 import * as scryptTypes from 'scrypt-kdf';
-import { hashPassword } from '../src/auth/crypto.js';
+import { hashPassword } from '../src/crypto.js';
 import { benchArgs, databasesOption, dbName, freshTarget, median, ms, note, percentile, printTable, runBench, signUp, startServe, loadAverage, type DbKind } from './lib.js';
 
 // scrypt-kdf's typings declare named exports, but the module exports one default object (as in src/auth/crypto.ts).

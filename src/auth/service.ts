@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { Conflict, Gone, NotFound, Unauthorized, Validation } from '../errors.js';
 import { userColumns, workspaceColumns, type Role, type User, type Workspace } from '../workspaces/model.js';
-import { hashPassword, randomToken, sha256, verifyPassword } from './crypto.js';
+import { hashPassword, randomToken, sha256, verifyPassword } from '../crypto.js';
 import { deleteUserSessions } from './sessions.js';
 
 const INVITE_DAYS = 7;

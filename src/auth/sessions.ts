@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { Db } from '../db/database.js';
 import type { User, Workspace } from '../workspaces/model.js';
-import { randomToken, sha256 } from './crypto.js';
+import { randomToken, sha256 } from '../crypto.js';
 import { batchedLookup } from '../db/batched.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { SessionCache } from './session-cache.js';

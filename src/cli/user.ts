@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { randomToken } from '../auth/crypto.js';
+import { randomToken } from '../crypto.js';
 import { passwordResetLink } from '../auth/links.js';
 import { nameInput } from '../auth/schema.js';
 import { createPasswordReset, createUser, setPassword, WELCOME_LINK_MINUTES } from '../auth/service.js';

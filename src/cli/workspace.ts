@@ -1,4 +1,4 @@
-import { randomToken } from '../auth/crypto.js';
+import { randomToken } from '../crypto.js';
 import { nameInput } from '../auth/schema.js';
 import { createUser } from '../auth/service.js';
 import { emailInput, passwordInput } from '../schema/input.js';

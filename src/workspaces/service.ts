@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import { Conflict, NotFound } from '../errors.js';
-import { randomToken, safeEqual, sha256 } from '../auth/crypto.js';
+import { randomToken, safeEqual, sha256 } from '../crypto.js';
 import { workspaceColumns, type Workspace, type WorkspaceStatus } from './model.js';
 
 export interface KeyPair {
