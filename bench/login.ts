@@ -6,10 +6,10 @@
  *   node dist/bench/login.js [--db postgres,embedded] [--runs 50] [--warmup 3] [--hashes 25]
  */
 import * as scryptTypes from 'scrypt-kdf';
-import { hashPassword } from '../src/auth/crypto.js';
+import { hashPassword } from '../src/crypto.js';
 import { benchArgs, databasesOption, dbName, freshTarget, median, ms, note, percentile, printTable, runBench, signUp, startServe, loadAverage, type DbKind } from './lib.js';
 
-// scrypt-kdf's typings declare named exports, but the module exports one default object (as in src/auth/crypto.ts).
+// scrypt-kdf's typings declare named exports, but the module exports one default object (as in src/crypto.ts).
 const Scrypt = (scryptTypes as unknown as { default: typeof scryptTypes }).default;
 
 const { values } = benchArgs('login.js', {
@@ -32,7 +32,7 @@ async function measure(kind: DbKind): Promise<void> {
   const app = await startServe(await freshTarget(kind));
   const { email, password } = await signUp(app.url);
 
-  // The parameters the app really uses, read back from a hash it produces (src/auth/crypto.ts: logN 15, r 8, p 1).
+  // The parameters the app really uses, read back from a hash it produces (src/crypto.ts: logN 15, r 8, p 1).
   const stored = Buffer.from(await hashPassword(password), 'base64');
   const params = Scrypt.viewParams(stored);
 

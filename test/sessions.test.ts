@@ -3,7 +3,7 @@ import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.
 import type { Client, Response } from './helpers/client.js';
 import { createSession, resolveSession } from '../src/auth/sessions.js';
 import { SessionCache } from '../src/auth/session-cache.js';
-import { sha256 } from '../src/auth/crypto.js';
+import { sha256 } from '../src/crypto.js';
 
 const PASSWORD = 'a good long password';
 

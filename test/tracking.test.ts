@@ -6,7 +6,7 @@ import { startSmtp } from './helpers/smtp.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import { buildApi } from '../src/http/app.js';
 import { purgeExpiredTracking } from '../src/tracking/retention.js';
-import { sha256 } from '../src/auth/crypto.js';
+import { sha256 } from '../src/crypto.js';
 
 let app: TestApp;
 let owner: Owner;

@@ -2,40 +2,31 @@ import { z } from 'zod';
 import { Forbidden } from '../errors.js';
 import { jsonText, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
-import { requireMailer } from '../mail/mailer.js';
-import { renderMail } from '../templates.js';
-import { createWorkspace } from '../workspaces/service.js';
-import { keysOut, userOut, workspaceOut } from '../workspaces/schema.js';
-import { timestamp, id } from '../schema/output.js';
-import { acceptInviteBody, changePasswordBody, inviteBody, loginBody, resetConfirmBody, resetRequestBody, signupBody } from './schema.js';
-import { acceptInvite, changePassword, checkCredentials, confirmPasswordReset, createInvite, createPasswordReset, createUser } from './service.js';
-import { inviteLink, passwordResetLink } from './links.js';
+import {
+  acceptInviteBody, acceptInviteOut, changePasswordBody, inviteBody, inviteOut, loginBody, loginOut, meOut, resetConfirmBody, resetRequestBody, signupBody, signupOut,
+} from './schema.js';
+import { acceptInvite, changePassword, checkCredentials, confirmPasswordReset, signUp } from './service.js';
+import { inviteByMail, mailPasswordReset } from './mails.js';
 import { clearSessionCookie, createSession, deleteSession, setSessionCookie } from './sessions.js';
-import { authChanged } from './session-cache.js';
-
-const inviteOut = z.object({ id, workspace_id: id, email: z.string(), role: z.enum(['owner', 'member']), expires_at: timestamp, accepted_at: timestamp.nullable(), created_at: timestamp }).meta({ id: 'Invite' });
 
 /** `GET /auth/me`'s `data`, by the user object of a resolved session (which comes with its workspace and role). */
 const meAnswers = new WeakMap<object, string>();
 
-export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDeps): void {
+export function authRoutes(api: Api, { db, config, mailer }: AppDeps): void {
   const tag = 'Auth';
+  const mail = { mailer, appUrl: config.APP_URL };
 
   api.route(
     {
       method: 'post', path: '/auth/signup', tag, auth: 'none', status: 201, body: signupBody,
       summary: 'Create an account (and a workspace when workspace_name is given); signs in',
-      response: z.object({ user: userOut, workspace: workspaceOut.optional(), keys: keysOut.optional() }),
+      response: signupOut,
       errors: { 403: 'Sign-up is closed (SIGNUP=closed): accounts come from invites and the CLI', 409: 'Email already taken', 422: 'Invalid field' },
     },
     async ({ ctx, body }) => {
       if (config.SIGNUP === 'closed') throw new Forbidden('Sign-up is closed: ask a workspace owner for an invite.');
-      const result = await db.transaction(async (trx) => {
-        const user = await createUser(trx, { email: body.email, password: body.password, name: body.name });
-        if (!body.workspace_name) return { user };
-        const { workspace, keys } = await createWorkspace(trx, { name: body.workspace_name, ownerId: user.id, trialDays: config.TRIAL_DAYS });
-        return { user: { ...user, workspace_id: workspace.id, role: 'owner' as const }, workspace, keys };
-      });
+      const workspace = body.workspace_name ? { name: body.workspace_name, trialDays: config.TRIAL_DAYS } : undefined;
+      const result = await db.transaction((trx) => signUp(trx, { email: body.email, password: body.password, name: body.name, workspace }));
       setSessionCookie(ctx, await createSession(db, result.user.id));
       return result;
     },
@@ -45,7 +36,7 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
     {
       method: 'post', path: '/auth/login', tag, auth: 'none', body: loginBody,
       summary: 'Sign in; sets the quoting_session cookie',
-      response: z.object({ user: userOut, workspace: workspaceOut.nullable() }),
+      response: loginOut,
       errors: { 401: 'Invalid email or password', 422: 'Invalid field' },
     },
     async ({ ctx, body }) => {
@@ -59,7 +50,6 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
     { method: 'post', path: '/auth/logout', tag, auth: 'session:any', summary: 'Sign out: deletes the session and clears the cookie', response: z.object({}) },
     async ({ ctx, auth }) => {
       await deleteSession(db, auth.sessionId!);
-      await authChanged(db, sessionCache, { sessionId: auth.sessionId! });
       clearSessionCookie(ctx);
       return {};
     },
@@ -68,7 +58,7 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
   api.route(
     {
       method: 'get', path: '/auth/me', tag, auth: 'session:user', summary: 'The signed-in user, their workspace and role',
-      response: z.object({ user: userOut, workspace: workspaceOut.nullable(), role: z.enum(['owner', 'member']).nullable() }),
+      response: meOut,
     },
     async ({ auth }) => {
       // A cached session answers with the same user and workspace objects (frozen) on every request, so its
@@ -90,7 +80,6 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
       await db.transaction((trx) =>
         changePassword(trx, { userId: auth.user.id, sessionId: auth.sessionId!, currentPassword: body.current_password, password: body.password }),
       );
-      await authChanged(db, sessionCache, { userId: auth.user.id });
       return {};
     },
   );
@@ -102,32 +91,16 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
       response: z.object({ invite: inviteOut }),
       errors: { 409: 'Email already taken', 503: 'Mail is not configured' },
     },
-    async ({ body, auth }) => {
-      const mail = requireMailer(mailer);
-      const workspace = auth.workspace;
-      return db.transaction(async (trx) => {
-        const { invite, token } = await createInvite(trx, { workspaceId: workspace.id, email: body.email, role: body.role, invitedBy: auth.user.id });
-        await mail.send({
-          to: invite.email,
-          ...renderMail('invite', {
-            workspace: workspace.name,
-            inviter: auth.user.name || auth.user.email,
-            role: invite.role,
-            link: inviteLink(config.APP_URL, token),
-            token,
-            expires: invite.expires_at.toISOString(),
-          }),
-        });
-        return { invite };
-      });
-    },
+    async ({ body, auth }) => ({
+      invite: await db.transaction((trx) => inviteByMail(trx, { workspace: auth.workspace, inviter: auth.user, email: body.email, role: body.role }, mail)),
+    }),
   );
 
   api.route(
     {
       method: 'post', path: '/invites/accept', tag, auth: 'none', status: 201, body: acceptInviteBody,
       summary: 'Accept an invite: creates the account in the workspace and signs in',
-      response: z.object({ user: userOut }),
+      response: acceptInviteOut,
       errors: { 404: 'Unknown invite token', 409: 'Email already taken', 410: 'Invite expired or already used' },
     },
     async ({ ctx, body }) => {
@@ -145,21 +118,7 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
       errors: { 503: 'Mail is not configured' },
     },
     async ({ body }) => {
-      const mail = requireMailer(mailer);
-      const reset = await createPasswordReset(db, body.email);
-      if (reset) {
-        // Sent in the background (mailer.send logs a failure): neither the status nor the time taken
-        // may tell whether the account exists.
-        void mail.send({
-          to: reset.user.email,
-          ...renderMail('password-reset', {
-            name: reset.user.name || reset.user.email,
-            link: passwordResetLink(config.APP_URL, reset.token),
-            token: reset.token,
-            expires: reset.expiresAt.toISOString(),
-          }),
-        }).catch(() => undefined);
-      }
+      await mailPasswordReset(db, body.email, mail);
       return {};
     },
   );
@@ -172,8 +131,7 @@ export function authRoutes(api: Api, { db, config, mailer, sessionCache }: AppDe
       errors: { 404: 'Unknown reset token', 410: 'Reset link expired or already used' },
     },
     async ({ body }) => {
-      const userId = await db.transaction((trx) => confirmPasswordReset(trx, body.token, body.password));
-      await authChanged(db, sessionCache, { userId });
+      await db.transaction((trx) => confirmPasswordReset(trx, body.token, body.password));
       return {};
     },
   );

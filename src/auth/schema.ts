@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { emailInput, passwordInput, requiredText } from '../schema/input.js';
-import { workspaceNameInput } from '../workspaces/schema.js';
+import { id, timestamp } from '../schema/output.js';
+import { keysOut, userOut, workspaceNameInput, workspaceOut } from '../workspaces/schema.js';
 
 /** A person's name (sign-up, invites, the CLI's --name and --owner-name). */
 export const nameInput = requiredText(200);
@@ -34,3 +35,13 @@ export const changePasswordBody = z.object({
   current_password: z.string().min(1, 'must not be empty').max(1024, 'must be at most 1024 characters'),
   password: passwordInput,
 });
+
+export const signupOut = z.object({ user: userOut, workspace: workspaceOut.optional(), keys: keysOut.optional() });
+
+export const loginOut = z.object({ user: userOut, workspace: workspaceOut.nullable() });
+
+export const meOut = z.object({ user: userOut, workspace: workspaceOut.nullable(), role: z.enum(['owner', 'member']).nullable() });
+
+export const inviteOut = z.object({ id, workspace_id: id, email: z.string(), role: z.enum(['owner', 'member']), expires_at: timestamp, accepted_at: timestamp.nullable(), created_at: timestamp }).meta({ id: 'Invite' });
+
+export const acceptInviteOut = z.object({ user: userOut });

@@ -1,8 +1,10 @@
 import type { Db } from '../db/database.js';
 import { Conflict, Gone, NotFound, Unauthorized, Validation } from '../errors.js';
 import { userColumns, workspaceColumns, type Role, type User, type Workspace } from '../workspaces/model.js';
-import { hashPassword, randomToken, sha256, verifyPassword } from './crypto.js';
+import { createWorkspace, type KeyPair } from '../workspaces/service.js';
+import { hashPassword, randomToken, sha256, verifyPassword } from '../crypto.js';
 import { deleteUserSessions } from './sessions.js';
+import { authChanged } from '../workspaces/auth-changes.js';
 
 const INVITE_DAYS = 7;
 const RESET_MINUTES = 60;
@@ -28,6 +30,28 @@ export async function createUser(
     })
     .returning(userColumns)) as User[];
   return user;
+}
+
+interface NewAccount {
+  email: string;
+  password: string;
+  name: string;
+  /** The workspace the account creates and owns. */
+  workspace?: { name: string; slug?: string; trialDays?: number };
+}
+
+/**
+ * A new account, and when `workspace` is given a new workspace it owns (keys shown this once):
+ * `POST /auth/signup` and `quoting workspace create`. Run in a transaction: a workspace that fails
+ * (its slug taken) leaves no account.
+ */
+export async function signUp(db: Db, input: NewAccount & Required<Pick<NewAccount, 'workspace'>>): Promise<{ user: User; workspace: Workspace; keys: KeyPair }>;
+export async function signUp(db: Db, input: NewAccount): Promise<{ user: User; workspace?: Workspace; keys?: KeyPair }>;
+export async function signUp(db: Db, input: NewAccount): Promise<{ user: User; workspace?: Workspace; keys?: KeyPair }> {
+  const user = await createUser(db, { email: input.email, password: input.password, name: input.name });
+  if (!input.workspace) return { user };
+  const { workspace, keys } = await createWorkspace(db, { ...input.workspace, ownerId: user.id });
+  return { user: { ...user, workspace_id: workspace.id, role: 'owner' }, workspace, keys };
 }
 
 /** Checks the credentials; unknown email and wrong password give the same answer in the same time. */
@@ -102,7 +126,7 @@ export async function createPasswordReset(db: Db, email: string, minutes = RESET
 }
 
 /** Sets the new password, spends the token (and the user's other outstanding ones) and revokes every session of the user. */
-export async function confirmPasswordReset(db: Db, token: string, password: string): Promise<number> {
+export async function confirmPasswordReset(db: Db, token: string, password: string): Promise<void> {
   const reset = await db('password_resets').where({ token_hash: sha256(token) }).forUpdate().first('id', 'user_id', 'expires_at', 'used_at');
   if (!reset) throw new NotFound('Reset link not found.');
   if (reset.used_at) throw new Gone('This reset link has already been used.');
@@ -111,7 +135,6 @@ export async function confirmPasswordReset(db: Db, token: string, password: stri
   // Spends this link and every other outstanding one of the user: an older mail must not reset the new password.
   await db('password_resets').where({ user_id: reset.user_id }).whereNull('used_at').update({ used_at: db.fn.now() });
   await deleteUserSessions(db, reset.user_id);
-  return reset.user_id;
 }
 
 /**
@@ -126,13 +149,13 @@ export async function changePassword(db: Db, input: { userId: number; sessionId:
   }
   await db('users').where({ id: input.userId }).update({ password_hash: await hashPassword(input.password), updated_at: db.fn.now() });
   await db('sessions').where({ user_id: input.userId }).whereNot({ id: input.sessionId }).delete();
+  await authChanged(db, { userId: input.userId });
 }
 
-/** An operator sets a user's password (the CLI): every session of the user is revoked. Returns the user's id. */
-export async function setPassword(db: Db, email: string, password: string): Promise<number> {
+/** An operator sets a user's password (the CLI): every session of the user is revoked. */
+export async function setPassword(db: Db, email: string, password: string): Promise<void> {
   const user = await db('users').where({ email }).forUpdate().first('id');
   if (!user) throw new NotFound(`no user with email ${email}`);
   await db('users').where({ id: user.id }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
   await deleteUserSessions(db, user.id);
-  return user.id as number;
 }

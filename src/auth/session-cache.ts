@@ -1,20 +1,15 @@
-import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
 import type { ResolvedSession } from './sessions.js';
 import type { Workspace } from '../workspaces/model.js';
-import { log } from '../log.js';
-
-/** What changed: one session, every session of a user, every session of a workspace's users, or anything. */
-export type AuthScope = { sessionId: number } | { userId: number } | { workspaceId: number } | 'all';
-
-const CHANNEL = 'quoting_auth';
+import { AUTH_CHANNEL, hearAuthChanges, type AuthScope } from '../workspaces/auth-changes.js';
 
 /**
  * Resolved sessions by token hash, and workspaces by the hash of their public key, so that an
  * authenticated request (a session, or a browser event with the public key) needs no database round
- * trip. Whatever changes a session, a user or a workspace (its keys, its status) calls `authChanged`:
- * the entry goes at once in this process, and a NOTIFY (sent after commit) evicts it in every other
- * server process. The TTL is the backstop for a process that missed a notification.
+ * trip. The service that changes a session, a user or a workspace (its keys, its status) calls
+ * `authChanged` (workspaces/auth-changes.ts): once the change commits, the entry goes in this process,
+ * and a NOTIFY evicts it in every other server process. The TTL is the backstop for a process that
+ * missed a notification.
  */
 export class SessionCache {
   private readonly entries = new Map<string, { session: ResolvedSession; until: number }>();
@@ -92,23 +87,19 @@ export class SessionCache {
   }
 }
 
-/** Call after the change has committed: evicts locally and tells every other server process. */
-export async function authChanged(db: Knex, cache: SessionCache | null, scope: AuthScope): Promise<void> {
-  cache?.evict(scope);
-  try {
-    await db.raw('select pg_notify(?, ?)', [CHANNEL, JSON.stringify(scope)]);
-  } catch (err) {
-    log.warn('could not notify other processes of an auth change', { error: (err as Error).message });
-  }
+/** Evicts what this process's own changes make stale, as they commit; returns the way to stop. */
+export function followOwnAuthChanges(cache: SessionCache): () => void {
+  return hearAuthChanges((scope) => cache.evict(scope));
 }
 
 /**
- * Listens for auth changes made by other processes. While the listening connection is down, the
- * cache is emptied and bypassed, so nothing stale is served.
+ * Evicts what changes make stale: this process's own, and those other processes announce by NOTIFY.
+ * While the listening connection is down, the cache is emptied and bypassed, so nothing stale is served.
  */
 export function listenForAuthChanges(database: Database, cache: SessionCache): () => Promise<void> {
-  return database.listen(
-    CHANNEL,
+  const stopFollowing = followOwnAuthChanges(cache);
+  const stopListening = database.listen(
+    AUTH_CHANNEL,
     (payload) => {
       try {
         cache.evict(JSON.parse(payload || '"all"') as AuthScope);
@@ -121,4 +112,8 @@ export function listenForAuthChanges(database: Database, cache: SessionCache): (
       if (!up) cache.evict('all');
     },
   );
+  return async () => {
+    stopFollowing();
+    await stopListening();
+  };
 }

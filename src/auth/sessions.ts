@@ -1,10 +1,11 @@
 import type { Context } from 'koa';
 import type { Db } from '../db/database.js';
 import type { User, Workspace } from '../workspaces/model.js';
-import { randomToken, sha256 } from './crypto.js';
+import { randomToken, sha256 } from '../crypto.js';
 import { batchedLookup } from '../db/batched.js';
 import { preparedQuery } from '../db/prepared.js';
 import type { SessionCache } from './session-cache.js';
+import { authChanged } from '../workspaces/auth-changes.js';
 
 export const SESSION_COOKIE = 'quoting_session';
 export const SESSION_DAYS = 14;
@@ -124,10 +125,12 @@ function jsonForm(value: object): Record<string, unknown> {
 
 export async function deleteSession(db: Db, sessionId: number): Promise<void> {
   await db('sessions').where({ id: sessionId }).delete();
+  await authChanged(db, { sessionId });
 }
 
 export async function deleteUserSessions(db: Db, userId: number): Promise<void> {
   await db('sessions').where({ user_id: userId }).delete();
+  await authChanged(db, { userId });
 }
 
 /** HttpOnly, SameSite=Lax, 14 days; Secure when the request came over HTTPS (also behind a trusted proxy). */

@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { randomToken } from '../auth/crypto.js';
+import { randomToken } from '../crypto.js';
 import { passwordResetLink } from '../auth/links.js';
 import { nameInput } from '../auth/schema.js';
 import { createPasswordReset, createUser, setPassword, WELCOME_LINK_MINUTES } from '../auth/service.js';
-import { authChanged } from '../auth/session-cache.js';
 import { emailInput, passwordInput } from '../schema/input.js';
 import { parseInput } from '../schema/parse.js';
 import type { Role } from '../workspaces/model.js';
@@ -20,14 +19,8 @@ export async function setPasswordCommand(opts: Record<string, unknown>, io: Comm
   const given = opts.password === '-' ? (await readText(io.stdin)).split(/\r?\n/)[0] : opts.password;
   const input = parseInput(setPasswordOptions, { email: opts.email, password: given });
   const password = input.password ?? randomToken(12);
-  await withDatabase(
-    config,
-    async ({ knex }) => {
-      const userId = await knex.transaction((trx) => setPassword(trx, input.email, password));
-      await authChanged(knex, null, { userId }); // running servers drop the user's cached sessions
-    },
-    { needsSchema: true },
-  );
+  // Running servers hear of it and drop the user's cached sessions.
+  await withDatabase(config, ({ knex }) => knex.transaction((trx) => setPassword(trx, input.email, password)), { needsSchema: true });
   say(io.stdout, `Password of ${input.email} changed; the user is signed out everywhere.`);
   if (input.password === undefined) say(io.stdout, `Password:   ${password}   (generated)`);
 }

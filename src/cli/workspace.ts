@@ -1,11 +1,10 @@
-import { randomToken } from '../auth/crypto.js';
+import { randomToken } from '../crypto.js';
 import { nameInput } from '../auth/schema.js';
-import { createUser } from '../auth/service.js';
+import { signUp } from '../auth/service.js';
 import { emailInput, passwordInput } from '../schema/input.js';
 import { parseInput } from '../schema/parse.js';
 import { createWorkspaceBody } from '../workspaces/schema.js';
-import { createWorkspace, findWorkspaceBySlug, listWorkspaces, rotateKeys } from '../workspaces/service.js';
-import { authChanged } from '../auth/session-cache.js';
+import { findWorkspaceBySlug, listWorkspaces, rotateKeys } from '../workspaces/service.js';
 import { commandConfig, withDatabase } from './context.js';
 import { say, type CommandIo } from './io.js';
 
@@ -20,10 +19,7 @@ export async function createWorkspaceCommand(opts: Record<string, unknown>, io: 
   const generated = input.password === undefined;
   const password = input.password ?? randomToken(12);
   const { workspace, keys } = await withDatabase(config, ({ knex }) =>
-    knex.transaction(async (trx) => {
-      const owner = await createUser(trx, { email, password, name: input['owner-name'] ?? '' });
-      return createWorkspace(trx, { name, slug, ownerId: owner.id, trialDays: config.TRIAL_DAYS });
-    }),
+    knex.transaction((trx) => signUp(trx, { email, password, name: input['owner-name'] ?? '', workspace: { name, slug, trialDays: config.TRIAL_DAYS } })),
     { needsSchema: true, create: true },
   );
   say(io.stdout, `Workspace "${workspace.name}" created (slug ${workspace.slug}, status ${workspace.status}).`);
@@ -39,9 +35,8 @@ export async function rotateKeysCommand(opts: Record<string, unknown>, io: Comma
   const keys = await withDatabase(config, async ({ knex }) => {
     const workspace = await findWorkspaceBySlug(knex, slug);
     if (!workspace) throw new Error(`no workspace with slug "${slug}"`);
-    const keys = await rotateKeys(knex, workspace.id);
-    await authChanged(knex, null, { workspaceId: workspace.id }); // running servers drop cached sessions showing the old public key
-    return keys;
+    // Running servers hear of it and drop what they cached of the old keys.
+    return rotateKeys(knex, workspace.id);
   }, { needsSchema: true });
   say(io.stdout, `New keys for ${slug}; the old public and secret keys no longer work.`);
   say(io.stdout, `Public key: ${keys.public_key}`);

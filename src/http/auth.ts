@@ -4,7 +4,7 @@ import { Conflict, Forbidden, PaymentRequired, Unauthorized } from '../errors.js
 import { lockReason, type Role, type User, type Workspace } from '../workspaces/model.js';
 import { resolveSession, SESSION_COOKIE } from '../auth/sessions.js';
 import { findByPublicKey, findBySecretKey } from '../workspaces/service.js';
-import { safeEqual, sha256 } from '../auth/crypto.js';
+import { safeEqual, sha256 } from '../crypto.js';
 import type { Config } from '../config.js';
 import type { SessionCache } from '../auth/session-cache.js';
 import type { Access } from '../access.js';

@@ -5,7 +5,7 @@ import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { emit } from '../events/outbox.js';
-import { randomToken } from '../auth/crypto.js';
+import { randomToken } from '../crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { givenFields } from '../db/fields.js';
 import { preparedQuery } from '../db/prepared.js';

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { preparedQuery } from '../db/prepared.js';
 import { scoped } from '../db/scoped.js';
 import { Conflict, Forbidden, Gone, NotFound, Validation } from '../errors.js';
-import { randomToken, sha256 } from '../auth/crypto.js';
+import { randomToken, sha256 } from '../crypto.js';
 import { getCustomer, upsertCustomer } from '../customers/service.js';
 import { readableQuote } from '../quotes/service.js';
 import { findWorkspaceBySlug } from '../workspaces/service.js';

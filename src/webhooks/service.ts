@@ -2,7 +2,7 @@ import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { scoped } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
-import { randomToken } from '../auth/crypto.js';
+import { randomToken } from '../crypto.js';
 import { givenFields } from '../db/fields.js';
 import { WEBHOOK_CHANNEL } from '../events/outbox.js';
 

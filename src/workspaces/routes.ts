@@ -3,9 +3,8 @@ import type { Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { adminWorkspaceOut, adminWorkspacePatch, createWorkspaceBody, keysOut, workspaceOut } from './schema.js';
 import { createWorkspace, listWorkspaces, rotateKeys, updateWorkspaceStatus } from './service.js';
-import { authChanged } from '../auth/session-cache.js';
 
-export function workspaceRoutes(api: Api, { db, config, sessionCache }: AppDeps): void {
+export function workspaceRoutes(api: Api, { db, config }: AppDeps): void {
   const tag = 'Workspace';
 
   api.route(
@@ -16,11 +15,7 @@ export function workspaceRoutes(api: Api, { db, config, sessionCache }: AppDeps)
       errors: { 409: 'The user already has a workspace, or the slug is taken' },
     },
     async ({ body, auth }) => {
-      const created = await db.transaction((trx) =>
-        createWorkspace(trx, { name: body.name, slug: body.slug, ownerId: auth.user.id, trialDays: config.TRIAL_DAYS }),
-      );
-      await authChanged(db, sessionCache, { userId: auth.user.id });
-      return created;
+      return db.transaction((trx) => createWorkspace(trx, { name: body.name, slug: body.slug, ownerId: auth.user.id, trialDays: config.TRIAL_DAYS }));
     },
   );
 
@@ -35,11 +30,7 @@ export function workspaceRoutes(api: Api, { db, config, sessionCache }: AppDeps)
       summary: 'Issue a new key pair (owner only); the old public and secret keys stop working at once',
       response: z.object({ keys: keysOut }),
     },
-    async ({ auth }) => {
-      const keys = await rotateKeys(db, auth.workspace.id);
-      await authChanged(db, sessionCache, { workspaceId: auth.workspace.id });
-      return { keys };
-    },
+    async ({ auth }) => ({ keys: await rotateKeys(db, auth.workspace.id) }),
   );
 
   api.route(
@@ -66,10 +57,6 @@ export function workspaceRoutes(api: Api, { db, config, sessionCache }: AppDeps)
       summary: "Change a workspace's status or trial end (suspend, reactivate, extend a trial)",
       response: z.object({ workspace: workspaceOut }),
     },
-    async ({ body, params }) => {
-      const workspace = await updateWorkspaceStatus(db, params.id, body);
-      await authChanged(db, sessionCache, { workspaceId: workspace.id });
-      return { workspace };
-    },
+    async ({ body, params }) => ({ workspace: await updateWorkspaceStatus(db, params.id, body) }),
   );
 }

@@ -1,7 +1,8 @@
 import type { Db } from '../db/database.js';
 import { Conflict, NotFound } from '../errors.js';
-import { randomToken, safeEqual, sha256 } from '../auth/crypto.js';
+import { randomToken, safeEqual, sha256 } from '../crypto.js';
 import { workspaceColumns, type Workspace, type WorkspaceStatus } from './model.js';
+import { authChanged } from './auth-changes.js';
 
 export interface KeyPair {
   public_key: string;
@@ -64,6 +65,7 @@ export async function createWorkspace(
     })
     .returning(workspaceColumns)) as Workspace[];
   await db('users').where({ id: input.ownerId }).update({ workspace_id: workspace.id, role: 'owner', updated_at: db.fn.now() });
+  await authChanged(db, { userId: input.ownerId }); // the owner's sessions now have a workspace
   return { workspace, keys };
 }
 
@@ -78,6 +80,7 @@ export async function rotateKeys(db: Db, workspaceId: number): Promise<KeyPair> 
     .where({ id: workspaceId })
     .update({ public_key: keys.public_key, secret_key_hash: sha256(keys.secret_key), updated_at: db.fn.now() });
   if (!updated) throw new NotFound('Workspace not found.');
+  await authChanged(db, { workspaceId });
   return keys;
 }
 
@@ -120,5 +123,6 @@ export async function updateWorkspaceStatus(
     .update({ ...changes, updated_at: db.fn.now() })
     .returning(workspaceColumns)) as Workspace[];
   if (!workspace) throw new NotFound('Workspace not found.');
+  await authChanged(db, { workspaceId: id });
   return workspace;
 }

@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createMailer } from '../../src/mail/mailer.js';
 import { setLogLevel } from '../../src/log.js';
-import { SessionCache } from '../../src/auth/session-cache.js';
+import { followOwnAuthChanges, SessionCache } from '../../src/auth/session-cache.js';
 import { Client } from './client.js';
 import { cookieProblems } from './cookies.js';
 import { PATIENCE_MS } from './patience.js';
@@ -55,6 +55,8 @@ export async function startApp(env: Record<string, string> = {}, database?: Test
   const config = loadConfig({ APP_URL: url, PORT: String(port), ...env });
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
   const sessionCache = new SessionCache();
+  // This process's own changes evict it, as in `quoting serve` (which also hears other processes' by NOTIFY).
+  const stopFollowing = followOwnAuthChanges(sessionCache);
   const checkResponses = (problem: string) => {
     problems.push(problem);
     process.stderr.write(`response contract: ${problem}\n`);
@@ -81,6 +83,7 @@ export async function startApp(env: Record<string, string> = {}, database?: Test
     sessionCache,
     client: () => new Client(url),
     close: async () => {
+      stopFollowing();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       mailer?.close();
