@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import { serveCommands } from '../db/control-socket.js';
 import { openDatabase } from '../db/database.js';
-import { createApp } from '../http/app.js';
-import { InFlight } from '../http/in-flight.js';
+import { createApp } from '../server/app.js';
+import { InFlight } from '../server/in-flight.js';
 import { createMailer } from '../mail/mailer.js';
 import { log } from '../log.js';
 import { listenForAuthChanges, SessionCache } from '../auth/session-cache.js';
