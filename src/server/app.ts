@@ -21,8 +21,9 @@ import { webhookRoutes } from '../webhooks/routes.js';
 import { quoteRoutes } from '../quotes/routes.js';
 import { orderRoutes } from '../orders/routes.js';
 import { importRoutes } from '../imports/routes.js';
-import { paymentPageRouter, paymentRoutes } from '../payments/routes.js';
+import { paymentRoutes } from '../payments/routes.js';
 import { pageRouter } from '../pages/routes.js';
+import { payPageRouter } from '../pages/pay.js';
 import { trackingRoutes } from '../tracking/routes.js';
 import { tagRouter } from '../tracking/tag.js';
 
@@ -44,7 +45,7 @@ export function createApp(deps: AppDeps, { inFlight }: { inFlight?: InFlight } =
   app.use(bodyParser);
   app.use(healthz(deps));
   app.use(api.middleware());
-  const pages = [pageRouter(deps), paymentPageRouter(deps), tagRouter(deps)];
+  const pages = [pageRouter(deps), payPageRouter(deps), tagRouter(deps)];
   for (const router of pages) app.use(router.routes());
   app.use(pageMethods(pages));
   app.use(notFound);
