@@ -4,7 +4,7 @@ import { startSmtp } from './helpers/smtp.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import type { Client } from './helpers/client.js';
 import type { Access } from '../src/access.js';
-import { Principal } from '../src/http/auth.js';
+import { Principal } from '../src/http/principal.js';
 import { assertChannelAccess, whereReadable, type ChannelNeed } from '../src/channels/access.js';
 import { scoped } from '../src/db/scoped.js';
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { z } from 'zod';
 import { Api, jsonList, reply } from '../src/http/api.js';
-import type { Principal } from '../src/http/auth.js';
+import type { Principal } from '../src/http/principal.js';
 import { responseProblems } from '../src/http/check.js';
 import { customerOut } from '../src/customers/schema.js';
 import { Client } from './helpers/client.js';

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startApp, type TestApp } from './helpers/app.js';
-import { buildApi } from '../src/http/app.js';
+import { buildApi } from '../src/server/app.js';
 
 // CORS headers on exactly the spec's CORS endpoints (§4), nowhere else.
 let app: TestApp;

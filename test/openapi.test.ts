@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { startApp, type TestApp } from './helpers/app.js';
-import { buildApi } from '../src/http/app.js';
+import { buildApi } from '../src/server/app.js';
 
 let app: TestApp;
 test.before(async () => {

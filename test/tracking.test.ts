@@ -4,7 +4,7 @@ import test from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
 import { startSmtp } from './helpers/smtp.js';
 import { inviteMember, type Member } from './helpers/members.js';
-import { buildApi } from '../src/http/app.js';
+import { buildApi } from '../src/server/app.js';
 import { purgeExpiredTracking } from '../src/tracking/retention.js';
 import { sha256 } from '../src/crypto.js';
 

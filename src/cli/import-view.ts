@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import { Box, render, Text } from 'ink';
 import { createElement as h, type ReactElement } from 'react';
 import type { CommandIo } from './io.js';
-import { rate, summaryLines, type ImportStatus } from './import.js';
+import { rate, summaryLines, type ImportStatus } from './import-summary.js';
 
 const BAR_WIDTH = 30;
 

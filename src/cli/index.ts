@@ -29,7 +29,7 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     .addOption(new Option('-p, --port <port>', 'port to listen on (default: PORT or 3000)').argParser(portNumber))
     .option('-H, --host <host>', 'address to bind (default: HOST or 127.0.0.1)')
     .option('--migrate', 'on PostgreSQL, apply pending migrations before starting')
-    .action(run(async (opts, io) => (await import('./serve.js')).serve(opts, io), { here: true }));
+    .action(run(async (opts, io) => (await import('./serve.js')).serve(opts, io, runProgram), { here: true }));
 
   program
     .command('migrate')

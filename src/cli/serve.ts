@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import { serveCommands } from '../db/control-socket.js';
 import { openDatabase } from '../db/database.js';
-import { createApp } from '../http/app.js';
-import { InFlight } from '../http/in-flight.js';
+import { createApp } from '../server/app.js';
+import { InFlight } from '../server/in-flight.js';
 import { createMailer } from '../mail/mailer.js';
 import { log } from '../log.js';
 import { listenForAuthChanges, SessionCache } from '../auth/session-cache.js';
@@ -11,10 +11,10 @@ import { workerSettings } from '../webhooks/worker.js';
 import { keepPurgingTracking } from '../tracking/retention.js';
 import { keepMaintainingTables } from '../db/maintenance.js';
 import { commandConfig, ensureSchema, loadEnvFile, runServed } from './context.js';
-import { runProgram } from './index.js';
 import { say, type CommandIo } from './io.js';
 
-export async function serve(opts: Record<string, unknown>, io: CommandIo): Promise<void> {
+/** `quoting serve`; `runProgram` runs the commands sent through the control socket (passed in: the program's entry imports this file). */
+export async function serve(opts: Record<string, unknown>, io: CommandIo, runProgram: (args: string[], io: CommandIo) => Promise<number>): Promise<void> {
   // Set in the real environment (not a copy assigned to process.env), so an env file loaded next still reaches it.
   if (opts.port !== undefined) process.env.PORT = String(opts.port);
   if (opts.host !== undefined) process.env.HOST = String(opts.host);

@@ -4,7 +4,7 @@ import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { BadRequest, MethodNotAllowed } from '../errors.js';
 import { parseInput } from '../schema/parse.js';
-import type { AuthKind, Principal } from './auth.js';
+import type { AuthKind, Principal } from './principal.js';
 import { responseProblems } from './check.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';

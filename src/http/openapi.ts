@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RouteDef } from './api.js';
-import type { AuthKind } from './auth.js';
+import type { AuthKind } from './principal.js';
 
 type JsonSchema = Record<string, unknown>;
 

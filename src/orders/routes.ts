@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { jsonList, reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { externalOrderBody, itemOut, listOrdersQuery, orderOut, updateOrderBody } from './schema.js';
-import { deleteOrder, getOrder, listOrders, updateOrder, upsertExternalOrder } from './service.js';
+import { convertQuote, deleteOrder, getOrder, listOrders, updateOrder, upsertExternalOrder } from './service.js';
 
 export function orderRoutes(api: Api, { db }: AppDeps): void {
   const tag = 'Orders';
@@ -41,5 +41,18 @@ export function orderRoutes(api: Api, { db }: AppDeps): void {
   api.route(
     { method: 'delete', path: '/orders/{id}', tag, auth: 'session', response: z.object({ order: orderOut }), summary: 'Delete an order; emits order.deleted with the snapshot' },
     async ({ params, auth }) => ({ order: await db.transaction((trx) => deleteOrder(trx, auth.access, params.id)) }),
+  );
+
+  // Converting a quote makes an order: the order area answers it, under the quote's path and in the quotes' tag.
+  api.route(
+    {
+      method: 'post', path: '/quotes/{id}/convert', tag: 'Quotes', auth: 'session', status: 201, alsoOk: 'The quote was converted before: the same order', response: full,
+      summary: 'Create the order of an accepted or paid quote (external_id quote:{id}); a repeat returns the same order (200)',
+      errors: { 409: 'The quote is neither accepted nor paid' },
+    },
+    async ({ params, auth }) => {
+      const { order, items, created } = await db.transaction((trx) => convertQuote(trx, auth.access, params.id));
+      return reply(created ? 201 : 200, { order, items });
+    },
   );
 }

@@ -1,14 +1,12 @@
-import Router from '@koa/router';
 import type { Context } from 'koa';
 import Stripe from 'stripe';
 import { z } from 'zod';
 import type { Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
-import { BadRequest, HttpError } from '../errors.js';
+import { BadRequest } from '../errors.js';
 import { log } from '../log.js';
-import { payableQuote, quoteForPayment, recordCheckoutSession, recordPayment } from '../quotes/public.js';
-import { publicErrorPage, sendHtml } from '../pages/quote-page.js';
-import { callStripe, minorUnits, stripeClient, webhookSecret } from './stripe.js';
+import { quoteForPayment, recordPayment } from './service.js';
+import { webhookSecret } from './stripe.js';
 
 /** The Stripe webhook under /api/v1. */
 export function paymentRoutes(api: Api, { db, config }: AppDeps): void {
@@ -29,49 +27,6 @@ export function paymentRoutes(api: Api, { db, config }: AppDeps): void {
       return { received: true };
     },
   );
-}
-
-/** POST /q/{token}/pay: creates a Checkout Session and redirects to it. */
-export function paymentPageRouter({ db, config }: AppDeps): Router {
-  const router = new Router();
-  router.post('/q/:token/pay', async (ctx) => {
-    const token = String(ctx.params.token);
-    const page = `${config.APP_URL}/q/${encodeURIComponent(token)}`;
-    try {
-      // The quote first: an unknown token or a locked workspace answers its page (404, 402) whether or not
-      // payments are configured, as the quote page itself does.
-      const found = await payableQuote(db, token, { events: config.WEBHOOKS_ENABLED });
-      // Not accepted (yet, or any more): the page shows where the quote stands.
-      if (!found) return ctx.redirect(page);
-      const stripe = stripeClient(config);
-      const { quote, access } = found;
-      const currency = String(quote.currency).toLowerCase();
-      const unitAmount = minorUnits(String(quote.total), currency);
-      const metadata = { quote_id: String(quote.id), workspace_id: String(access.workspaceId) };
-      const params: Stripe.Checkout.SessionCreateParams = {
-        mode: 'payment',
-        line_items: [{ quantity: 1, price_data: { currency, unit_amount: unitAmount, product_data: { name: `Quote ${quote.quote_number}` } } }],
-        success_url: page,
-        cancel_url: page,
-        client_reference_id: `quote_${quote.id}`,
-        metadata,
-        payment_intent_data: { metadata },
-        ...(quote.customer_email ? { customer_email: String(quote.customer_email) } : {}),
-      };
-      const session = await callStripe('start the checkout', () => stripe.checkout.sessions.create(params));
-      if (!session.url) throw new HttpError(502, 'The payment processor (Stripe) returned a checkout session without a payment page.');
-      await recordCheckoutSession(db, access, quote.id, session.id);
-      ctx.redirect(session.url);
-    } catch (err) {
-      const errorPage = publicErrorPage(err);
-      if (errorPage) return sendHtml(ctx, errorPage.status, errorPage.html, []);
-      if (!(err instanceof HttpError)) throw err;
-      ctx.status = err.status;
-      ctx.type = 'text/plain; charset=utf-8';
-      ctx.body = `${err.message}\n`;
-    }
-  });
-  return router;
 }
 
 /** The event, after its Stripe-Signature is checked against the raw body: 400 otherwise. */

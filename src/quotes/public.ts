@@ -1,17 +1,16 @@
-import { customerAccess, systemAccess, type Access } from '../access.js';
+import { customerAccess, type Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { scoped } from '../db/scoped.js';
-import { isZeroAmount } from '../money.js';
-import { Conflict, NotFound, PaymentRequired } from '../errors.js';
+import { NotFound, PaymentRequired } from '../errors.js';
 import { lockReason, type Workspace } from '../workspaces/model.js';
 import type { QuoteStatus } from './schema.js';
-import { linesOf, quoteById, quoteJson, recordActivity, type LineJson, type QuoteJson } from './service.js';
+import { linesOf, quoteJson, recordActivity, type LineJson, type QuoteJson } from './service.js';
 import { expiredOn, transition } from './transitions.js';
 
 /**
  * The quote as its customer reaches it: the random token in the mailed link is the only
- * credential. Everything the public page and the payment routes need lives here, so the token
- * is looked up, the lock checked and the customer's answer recorded the same way everywhere.
+ * credential. The public page and payments reach the quote through here, so the token is looked
+ * up, the lock checked and the customer's answer recorded the same way everywhere.
  */
 
 /** Tokens are 24 random bytes in base64url; anything else is not looked up. */
@@ -60,7 +59,7 @@ export async function viewQuote(db: Db, token: string, options: { events: boolea
 }
 
 /** A public quote whose workspace is usable: 404 when unknown, 402 when locked. */
-async function openQuote(db: Db, token: string, options: { events: boolean; forUpdate?: boolean }): Promise<PublicQuote> {
+export async function openQuote(db: Db, token: string, options: { events: boolean; forUpdate?: boolean }): Promise<PublicQuote> {
   const found = await quoteByToken(db, token, options);
   if (!found) throw new NotFound('Quote not found.');
   const locked = publicLockReason(found.workspace);
@@ -92,58 +91,6 @@ export async function answerQuote(trx: Db, token: string, to: Extract<QuoteStatu
   const { quote, access } = await openQuote(trx, token, { ...options, forUpdate: true });
   if (quote.status !== 'sent' || expiredOn(quote)) return quote;
   return transition(trx, access, quote, to, `Quote ${quote.quote_number} ${to} by the customer on the quote page.`);
-}
-
-/**
- * The quote the customer may pay now, or null when it is not accepted, or expired (the page then shows its
- * state): 404 when unknown, 402 when locked, 409 when nothing is due.
- */
-export async function payableQuote(db: Db, token: string, options: { events: boolean }): Promise<PublicQuote | null> {
-  const found = await openQuote(db, token, options);
-  if (found.quote.status !== 'accepted' || expiredOn(found.quote)) return null;
-  if (isZeroAmount(found.quote.total)) throw new Conflict(`Quote ${found.quote.quote_number} has nothing to pay.`);
-  return found;
-}
-
-/** Remembers the checkout session started for the quote, so a payment without metadata still finds it. */
-export async function recordCheckoutSession(db: Db, access: Access, quoteId: number, sessionId: string): Promise<void> {
-  await db('quotes').where({ id: quoteId, workspace_id: access.workspaceId }).update({ checkout_session_id: sessionId });
-}
-
-/** The quote a payment was started for, locked: by the ids it carries, else by the stored checkout session id. */
-export async function quoteForPayment(
-  trx: Db,
-  ref: { quoteId?: number; workspaceId?: number; checkoutSessionId: string },
-): Promise<{ id: number; workspaceId: number } | undefined> {
-  const query = trx('quotes').forUpdate().first('id', 'workspace_id');
-  const row: { id: number; workspace_id: number } | undefined =
-    ref.quoteId && ref.workspaceId ? await query.where({ id: ref.quoteId, workspace_id: ref.workspaceId }) : await query.where({ checkout_session_id: ref.checkoutSessionId });
-  return row ? { id: row.id, workspaceId: row.workspace_id } : undefined;
-}
-
-/**
- * A completed payment (the payment processor's event, verified by the caller): the accepted quote
- * becomes paid once, actor `system`, however often the event is repeated. Returns what happened.
- * Money taken is recorded even past valid_until: a checkout started in time may complete after it.
- */
-export async function recordPayment(
-  trx: Db,
-  payment: { eventId: string; eventType: string; quote?: { id: number; workspaceId: number }; reference: string },
-  options: { events: boolean },
-): Promise<'repeated' | 'unknown quote' | 'not accepted' | 'already paid' | 'paid'> {
-  const recorded = await trx('payment_events')
-    .insert({ id: payment.eventId, workspace_id: payment.quote?.workspaceId ?? null, type: payment.eventType })
-    .onConflict('id')
-    .ignore()
-    .returning('id');
-  if (recorded.length === 0) return 'repeated';
-  if (!payment.quote) return 'unknown quote';
-  const access = systemAccess(payment.quote.workspaceId, options);
-  const current = await quoteById(trx, access, payment.quote.id);
-  if (current.status === 'paid') return 'already paid';
-  if (current.status !== 'accepted') return 'not accepted';
-  await transition(trx, access, current, 'paid', `Quote ${current.quote_number} paid through Stripe (${payment.reference}).`);
-  return 'paid';
 }
 
 /**

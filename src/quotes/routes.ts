@@ -5,8 +5,6 @@ import { requiredText } from '../schema/input.js';
 import { calendarDate, currency, money } from '../schema/output.js';
 import { publicUrl, sendQuote } from './send.js';
 import { lookupQuote } from './public.js';
-import { convertQuote } from '../orders/service.js';
-import { itemOut, orderOut } from '../orders/schema.js';
 import {
   activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
 } from './schema.js';
@@ -137,18 +135,6 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       async ({ params, auth }) => ({ quote: await db.transaction((trx) => transitionQuote(trx, auth.access, params.id, to)) }),
     );
   }
-
-  api.route(
-    {
-      method: 'post', path: '/quotes/{id}/convert', tag, auth: 'session', status: 201, alsoOk: 'The quote was converted before: the same order', response: z.object({ order: orderOut, items: z.array(itemOut) }),
-      summary: 'Create the order of an accepted or paid quote (external_id quote:{id}); a repeat returns the same order (200)',
-      errors: { 409: 'The quote is neither accepted nor paid' },
-    },
-    async ({ params, auth }) => {
-      const { order, items, created } = await db.transaction((trx) => convertQuote(trx, auth.access, params.id));
-      return reply(created ? 201 : 200, { order, items });
-    },
-  );
 
   // Public lookup (public key, CORS): a customer finds the page of a quote by its number and their email.
   const lookupBody = z.object({

@@ -1,26 +1,6 @@
-export type WorkspaceStatus = 'trialing' | 'active' | 'suspended';
-export type Role = 'owner' | 'member';
+import type { Workspace } from '../accounts.js';
 
-export interface Workspace {
-  id: number;
-  name: string;
-  slug: string;
-  status: WorkspaceStatus;
-  trial_ends_at: Date | null;
-  public_key: string;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface User {
-  id: number;
-  email: string;
-  name: string;
-  workspace_id: number | null;
-  role: Role | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type { Role, User, Workspace, WorkspaceStatus } from '../accounts.js';
 
 export const workspaceColumns = ['id', 'name', 'slug', 'status', 'trial_ends_at', 'public_key', 'created_at', 'updated_at'] as const;
 export const userColumns = ['id', 'email', 'name', 'workspace_id', 'role', 'created_at', 'updated_at'] as const;

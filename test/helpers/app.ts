@@ -3,7 +3,7 @@ import test from 'ava';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createApp } from '../../src/http/app.js';
+import { createApp } from '../../src/server/app.js';
 import { createMailer } from '../../src/mail/mailer.js';
 import { setLogLevel } from '../../src/log.js';
 import { followOwnAuthChanges, SessionCache } from '../../src/auth/session-cache.js';

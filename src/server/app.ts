@@ -5,12 +5,13 @@ import compress from 'koa-compress';
 import type Router from '@koa/router';
 import { HttpError, isDatabaseUnavailable, MethodNotAllowed } from '../errors.js';
 import { errorFields, log, logs } from '../log.js';
-import { allowedMethods, Api } from './api.js';
-import { authenticator } from './auth.js';
-import { bodyParser } from './body.js';
+import { allowedMethods, Api } from '../http/api.js';
+import { bodyParser } from '../http/body.js';
+import type { AppDeps } from '../http/deps.js';
+import type { SessionCache } from '../auth/session-cache.js';
+import { buildOpenApi } from '../http/openapi.js';
+import { authenticator } from './authenticate.js';
 import type { InFlight } from './in-flight.js';
-import type { AppDeps } from './deps.js';
-import { buildOpenApi } from './openapi.js';
 import { authRoutes } from '../auth/routes.js';
 import { workspaceRoutes } from '../workspaces/routes.js';
 import { opsRoutes } from '../ops/routes.js';
@@ -21,13 +22,20 @@ import { webhookRoutes } from '../webhooks/routes.js';
 import { quoteRoutes } from '../quotes/routes.js';
 import { orderRoutes } from '../orders/routes.js';
 import { importRoutes } from '../imports/routes.js';
-import { paymentPageRouter, paymentRoutes } from '../payments/routes.js';
+import { paymentRoutes } from '../payments/routes.js';
 import { pageRouter } from '../pages/routes.js';
+import { payPageRouter } from '../pages/pay.js';
 import { trackingRoutes } from '../tracking/routes.js';
 import { tagRouter } from '../tracking/tag.js';
 
+/** What the app needs beyond the routes' deps: the authenticator's session cache (null: every request reads the database). */
+export interface ServerDeps extends AppDeps {
+  sessionCache: SessionCache | null;
+}
+
 /** The HTTP app: the versioned JSON API under /api/v1 plus /healthz; `inFlight` counts the requests being handled (serve's stop waits for them). */
-export function createApp(deps: AppDeps, { inFlight }: { inFlight?: InFlight } = {}): Koa {
+
+export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight } = {}): Koa {
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
   const api = buildApi(deps);
 
@@ -44,7 +52,7 @@ export function createApp(deps: AppDeps, { inFlight }: { inFlight?: InFlight } =
   app.use(bodyParser);
   app.use(healthz(deps));
   app.use(api.middleware());
-  const pages = [pageRouter(deps), paymentPageRouter(deps), tagRouter(deps)];
+  const pages = [pageRouter(deps), payPageRouter(deps), tagRouter(deps)];
   for (const router of pages) app.use(router.routes());
   app.use(pageMethods(pages));
   app.use(notFound);
@@ -54,7 +62,7 @@ export function createApp(deps: AppDeps, { inFlight }: { inFlight?: InFlight } =
 }
 
 /** Every endpoint of the versioned API, registered once; the OpenAPI document is built from the same list. */
-export function buildApi(deps: AppDeps): Api {
+export function buildApi(deps: ServerDeps): Api {
   const api = new Api(authenticator(deps.db, deps.config, deps.sessionCache), { checkResponses: deps.checkResponses });
   const areas = [authRoutes, workspaceRoutes, opsRoutes, customerRoutes, productRoutes, channelRoutes, quoteRoutes, orderRoutes, importRoutes, webhookRoutes, paymentRoutes, trackingRoutes];
   for (const register of areas) register(api, deps);
