@@ -1,7 +1,14 @@
 import type { Database } from '../db/database.js';
-import type { ResolvedSession } from './sessions.js';
-import type { Workspace } from '../workspaces/model.js';
+import type { User, Workspace } from '../workspaces/model.js';
 import { AUTH_CHANNEL, hearAuthChanges, type AuthScope } from '../workspaces/auth-changes.js';
+
+/** A session as a request resolves it: who, in which workspace, until when. */
+export interface ResolvedSession {
+  id: number;
+  expiresAt: Date;
+  user: User;
+  workspace: Workspace | null;
+}
 
 /**
  * Resolved sessions by token hash, and workspaces by the hash of their public key, so that an

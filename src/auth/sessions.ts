@@ -4,19 +4,12 @@ import type { User, Workspace } from '../workspaces/model.js';
 import { randomToken, sha256 } from '../crypto.js';
 import { batchedLookup } from '../db/batched.js';
 import { preparedQuery } from '../db/prepared.js';
-import type { SessionCache } from './session-cache.js';
+import type { ResolvedSession, SessionCache } from './session-cache.js';
 import { authChanged } from '../workspaces/auth-changes.js';
 
 export const SESSION_COOKIE = 'quoting_session';
 export const SESSION_DAYS = 14;
 const SESSION_MS = SESSION_DAYS * 24 * 60 * 60 * 1000;
-
-export interface ResolvedSession {
-  id: number;
-  expiresAt: Date;
-  user: User;
-  workspace: Workspace | null;
-}
 
 /** Creates a session for the user and returns its token; only the token's hash is stored. */
 export async function createSession(db: Db, userId: number): Promise<string> {
