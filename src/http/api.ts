@@ -272,10 +272,11 @@ export class Api {
 const API_AREA = /^\/api\/v1\/([^/]+)/i;
 
 /**
- * An area's router. Paths go in literal segments first, and each path's endpoints are followed by a route for
- * every method that answers 405: the first path that fits decides, whatever the method, so `PUT /products/import`
- * is 405 rather than `/products/{id}` with the id "import". Matching is the router's default: case-insensitive,
- * an optional trailing slash, HEAD answered by GET, parameters percent-decoded (left as sent when that fails).
+ * An area's router. Its paths go in literal segments first, each path's endpoints followed by a route taking any
+ * method that answers 405 with the path's methods. The router runs the routes that fit in that order and an
+ * endpoint ends the run, so the first path that fits decides whatever the method: `PUT /products/import` is 405,
+ * not `/products/{id}` with the id "import". Case-insensitive paths, an optional trailing slash, HEAD answered by
+ * GET and percent-decoded parameters (left as sent when malformed) are the router's defaults.
  */
 function areaRouter(paths: PathEntry[]): Middleware {
   const router = new Router({ prefix: '/api/v1' });
