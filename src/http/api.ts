@@ -1,5 +1,6 @@
 import { pipeline, type Writable } from 'node:stream';
 import zlib from 'node:zlib';
+import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { BadRequest, MethodNotAllowed } from '../errors.js';
@@ -157,31 +158,28 @@ export interface ApiOptions {
 
 type Answer = (ctx: Context, params: Record<string, string>) => unknown;
 
-/** One path of the route table, compiled for dispatch, with the methods that answer it. */
+/** One path of the route table, as declared (`/products/{id}`), with the methods that answer it. */
 interface PathEntry {
-  /** As declared, e.g. `/products/{id}`. */
   template: string;
-  /** The path under /api/v1 as a regular expression: case-insensitive, an optional trailing slash. */
-  pattern: RegExp;
-  /** Names of the path's parameters, in the order the pattern captures them. */
-  names: string[];
   /** A character per segment, 0 literal and 1 parameter: sorted, `/products/import` comes before `/products/{id}`. */
   rank: string;
   /** Upper-case method → its answer, in the order they were declared. */
   methods: Map<string, Answer>;
 }
 
+/** An area's paths, and the router built from them at its first request (again after a path is added). */
+interface Area {
+  paths: PathEntry[];
+  dispatch?: Middleware;
+}
+
 export class Api {
   readonly routes: RouteDef<z.ZodType, z.ZodType>[] = [];
   /**
-   * The paths by area, the path's first segment (`/quotes/…` → `quotes`), literal segments first. A request is
-   * matched against its area's few paths only; the first path that fits decides, whatever the method: its
-   * endpoint for the method answers, or 405 names the methods it has. So `PUT /products/import` is 405, not
-   * `/products/{id}` with the id "import". This is what @koa/router did with one router per area, without its
-   * per-request work (a host check, debug calls, a middleware chain composed for each request): a fifth of the
-   * cost of a cached `GET /auth/me`.
+   * One @koa/router per area, the path's first segment (`/quotes/…` → `quotes`): the router tests every route of
+   * its stack on every request, so a request meets its area's few routes only.
    */
-  private readonly areas = new Map<string, PathEntry[]>();
+  private readonly areas = new Map<string, Area>();
 
   constructor(
     private readonly authenticate: (ctx: Context, kind: AuthKind) => Promise<Principal>,
@@ -193,45 +191,32 @@ export class Api {
    * authentication, validation, envelope or OpenAPI entry): the OpenAPI document itself.
    */
   raw(method: Method | 'options', path: string, answer: Answer): void {
-    const area = areaOf(path) ?? '';
-    let paths = this.areas.get(area);
-    if (!paths) this.areas.set(area, (paths = []));
-    let entry = paths.find((p) => p.template === path);
+    const name = areaOf(path) ?? '';
+    let area = this.areas.get(name);
+    if (!area) this.areas.set(name, (area = { paths: [] }));
+    let entry = area.paths.find((p) => p.template === path);
     if (!entry) {
-      const names: string[] = [];
-      const parts = path.split(/(\{\w+\})/);
-      const source = parts.map((part) => (/^\{\w+\}$/.test(part) ? (names.push(part.slice(1, -1)), '([^/]+)') : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))).join('');
       const rank = path.split('/').slice(1).map((segment) => (/^\{\w+\}$/.test(segment) ? '1' : '0')).join('');
-      entry = { template: path, pattern: new RegExp(`^${source}/?$`, 'i'), names, rank, methods: new Map() };
-      paths.push(entry);
-      paths.sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0)); // stable: declaration order among equals
+      entry = { template: path, rank, methods: new Map() };
+      area.paths.push(entry);
+      area.paths.sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0)); // stable: declaration order among equals
     }
     const upper = method.toUpperCase();
     if (entry.methods.has(upper)) throw new Error(`${upper} ${path} is declared twice`);
     entry.methods.set(upper, answer);
+    area.dispatch = undefined;
   }
 
   /**
-   * Dispatches a request under /api/v1 to the path of its area that fits first: its endpoint for the method, or 405
-   * with the path's methods in Allow. A path no route has goes on down the stack (404).
+   * Dispatches a request under /api/v1 to its area's router: the path's endpoint for the method, or 405 with the
+   * path's methods in Allow. A path no route has goes on down the stack (404).
    */
   middleware(): Middleware {
     return (ctx, next) => {
-      const match = API_PATH.exec(ctx.path);
-      const paths = match && this.areas.get(match[2].toLowerCase());
-      if (!paths) return next();
-      const rest = match![1];
-      for (const entry of paths) {
-        const found = entry.pattern.exec(rest);
-        if (!found) continue;
-        // HEAD is answered as GET (koa sends no body), as @koa/router did.
-        const answer = entry.methods.get(ctx.method === 'HEAD' ? 'GET' : ctx.method);
-        if (!answer) throw new MethodNotAllowed(ctx.method, ctx.path, allowedMethods(entry.methods.keys()));
-        const params: Record<string, string> = {};
-        entry.names.forEach((name, k) => (params[name] = decodeParam(found[k + 1])));
-        return answer(ctx, params) as Promise<void>;
-      }
-      return next();
+      const name = API_AREA.exec(ctx.path)?.[1].toLowerCase();
+      const area = name === undefined ? undefined : this.areas.get(name);
+      if (!area) return next();
+      return (area.dispatch ??= areaRouter(area.paths))(ctx, next);
     };
   }
 
@@ -283,16 +268,27 @@ export class Api {
   }
 }
 
-/** Under /api/v1: the rest of the path, and its first segment (the area), matched case-insensitively. */
-const API_PATH = /^\/api\/v1(\/([^/]+).*)$/i;
+/** Under /api/v1, the first segment (the area), as the routers match it (case-insensitively). */
+const API_AREA = /^\/api\/v1\/([^/]+)/i;
 
-/** A path parameter as @koa/router gave it: percent-decoded, or as sent when that fails. */
-function decodeParam(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
+/**
+ * An area's router. Its paths go in literal segments first, each path's endpoints followed by a route taking any
+ * method that answers 405 with the path's methods. The router runs the routes that fit in that order and an
+ * endpoint ends the run, so the first path that fits decides whatever the method: `PUT /products/import` is 405,
+ * not `/products/{id}` with the id "import". Case-insensitive paths, an optional trailing slash, HEAD answered by
+ * GET and percent-decoded parameters (left as sent when malformed) are the router's defaults.
+ */
+function areaRouter(paths: PathEntry[]): Middleware {
+  const router = new Router({ prefix: '/api/v1' });
+  for (const { template, methods } of paths) {
+    const path = template.replace(/\{(\w+)\}/g, ':$1');
+    for (const [method, answer] of methods) router.register(path, [method], (ctx) => answer(ctx, ctx.params));
+    const allow = allowedMethods(methods.keys());
+    router.all(path, (ctx) => {
+      throw new MethodNotAllowed(ctx.method, ctx.path, allow);
+    });
   }
+  return router.routes() as unknown as Middleware;
 }
 
 /** The Allow header's methods: those given, with HEAD wherever GET is (it is answered as GET). */
