@@ -62,10 +62,10 @@ interface LentText {
   giveBack(chunk: Buffer): void;
 }
 
-/** A page of a streamed list: comma-separated JSON values, as text or UTF-8 bytes, whole or in lent chunks (see db/pages.ts). */
+/** A page of a streamed list: comma-separated JSON values, as text or UTF-8 bytes, whole or in lent chunks (see db/keyset.ts). */
 type Page = string | Buffer | LentText;
 
-/** A list streamed as `data.<key>`: pages of comma-separated JSON values (see db/pages.ts). */
+/** A list streamed as `data.<key>`: pages of comma-separated JSON values (see db/keyset.ts). */
 export class JsonList {
   constructor(
     readonly key: string,
