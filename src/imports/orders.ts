@@ -28,7 +28,6 @@ interface PendingOrder {
 
 /** The order as it will be stored; compared with the stored one to tell updated from unchanged. */
 interface Resolved {
-  order: PendingOrder;
   existing?: StoredOrder;
   values: OrderValues & { placed_at: string | null; items: ItemValues[] };
 }
@@ -189,7 +188,6 @@ async function importOrders(
     const existing = stored.get(orderKey(order.source, order.externalId));
     const email = first.customer_email;
     return {
-      order,
       existing,
       values: {
         external_source: order.source,

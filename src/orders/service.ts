@@ -10,7 +10,7 @@ import { emit, emitSelected, emittingStatement, type FoldedEvent } from '../even
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { upsertCustomers } from '../customers/service.js';
 import { lockedQuoteForUser } from '../quotes/service.js';
-import type { ExternalOrderInput, ItemInput } from './schema.js';
+import type { ExternalOrderInput } from './schema.js';
 
 export type OrderJson = Record<string, unknown> & { id: number; channel_id: number | null };
 export type ItemJson = Record<string, unknown> & { id: number };
