@@ -51,6 +51,16 @@ export async function channelLacking(
   return row ? { channelId: row.channel_id, role: row.role ?? null } : undefined;
 }
 
+/**
+ * The channels on which the caller holds `need`, for checking many records at once (an import's orders); undefined
+ * when the caller may act on every channel (owners, keys). One query.
+ */
+export async function channelsAllowing(db: Db, access: Access, need: ChannelNeed): Promise<Set<number> | undefined> {
+  if (access.channels === 'all') return undefined;
+  const rows = await scoped(db, 'channel_members', access.workspaceId).where({ user_id: userOf(access) }).whereIn('role', allowed[need]).select('channel_id');
+  return new Set(rows.map((r: { channel_id: number }) => r.channel_id));
+}
+
 /** The roles that allow `need`, as a message names them: "editor or manager". */
 export const rolesFor = (need: ChannelNeed): string => allowed[need].join(' or ');
 
@@ -60,6 +70,16 @@ export function whereReadable(query: Knex.QueryBuilder, db: Db, access: Access, 
   return query.where((w) =>
     w.whereNull(column).orWhereIn(column, scoped(db, 'channel_members', access.workspaceId).where('user_id', userOf(access)).select('channel_id')),
   );
+}
+
+/** Why a given channel id is refused: no such channel in the workspace. */
+export const noSuchChannel = (field: string, channelId: number) => `${field}: no channel ${channelId} in this workspace.`;
+
+/** Of the given channel ids, those that name a channel of the workspace: one query, for checking many records at once. */
+export async function existingChannels(db: Db, workspaceId: number, channelIds: Iterable<number>): Promise<Set<number>> {
+  const ids = [...new Set(channelIds)];
+  if (ids.length === 0) return new Set();
+  return new Set((await scoped(db, 'channels', workspaceId).whereIn('id', ids).select('id')).map((r: { id: number }) => r.id));
 }
 
 /**
@@ -74,6 +94,6 @@ export async function assertChannelExists(
 ): Promise<{ currency: string | null } | undefined> {
   if (channelId === null || channelId === undefined) return undefined;
   const channel = await scoped(db, 'channels', workspaceId).where({ id: channelId }).first('currency');
-  if (!channel) throw new Validation(field, `${field}: no channel ${channelId} in this workspace.`);
+  if (!channel) throw new Validation(field, noSuchChannel(field, channelId));
   return channel;
 }

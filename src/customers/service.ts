@@ -1,12 +1,11 @@
 import { userOf, type Access } from '../access.js';
 import { channelLacking, rolesFor } from '../channels/access.js';
 import type { Db } from '../db/database.js';
-import { scoped, unfiltered, whereSearch } from '../db/scoped.js';
+import { scoped, scopedById, unfiltered, whereSearch } from '../db/scoped.js';
 import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
-import { emit } from '../events/outbox.js';
-import { eraseVisitorEvents } from '../tracking/erase.js';
+import { emit, emitSelected, type EventType } from '../events/outbox.js';
 import type { CustomerChanges } from './schema.js';
 
 /**
@@ -31,27 +30,67 @@ export function listCustomers(db: Db, access: Access, filters: { q?: string }): 
   return jsonPages(db, () => whereSearch(scoped(db, 'customers as c', access.workspaceId), ['c.name', 'c.email', 'c.company'], filters.q), 'c.id', 'c.api_json');
 }
 
+/** A customer to create or update by email (the natural key); an omitted field is left as it is. */
+export type CustomerRow = CustomerChanges & { email: string };
+
 /**
- * Creates the customer, or updates the one with the same email (the natural key): given fields
- * overwrite, omitted ones keep their value. Safe under concurrent calls with the same email.
+ * How a stored customer takes its row. `replace`, the API's: the given fields overwrite (null clears), and the
+ * customer counts as updated even when nothing differs (updated_at moves, `customer.updated` is emitted). `fill`, a
+ * file's, where an empty cell means "not given": only non-null fields are written, and a customer they would not
+ * change is left alone, with no event.
  */
-export async function upsertCustomer(
-  trx: Db,
-  access: Access,
-  input: CustomerChanges & { email: string },
-): Promise<{ customer: CustomerJson; created: boolean }> {
-  const changes = givenFields(input, editable);
-  const updates = Object.keys(changes).filter((key) => key !== 'email');
-  const { rows } = await trx.raw(
-    `insert into customers (workspace_id, ${Object.keys(changes).join(', ')}) values (?, ${Object.keys(changes).map(() => '?').join(', ')})
-     on conflict (workspace_id, email) do update set ${[...updates.map((key) => `${key} = excluded.${key}`), 'updated_at = now()'].join(', ')}
-     returning id, (xmax = 0) as created`,
-    [access.workspaceId, ...(Object.values(changes) as (string | null)[])],
+export type CustomerMerge = 'replace' | 'fill';
+
+export type CustomerOutcome = { id: number; outcome: 'created' | 'updated' | 'unchanged' };
+
+/**
+ * Creates or updates customers by email, many in one statement (one row per email; in `replace`, every row gives the
+ * same fields). A new email emits `customer.created`, a written one `customer.updated`, rendered from the rows in one
+ * more statement. Safe under concurrent calls with the same email. Answers every email's id and outcome.
+ */
+export async function upsertCustomers(trx: Db, access: Access, rows: CustomerRow[], merge: CustomerMerge): Promise<Map<string, CustomerOutcome>> {
+  if (rows.length === 0) return new Map();
+  const fields = editable.filter((key) => key !== 'email' && rows.some((row) => row[key] !== undefined));
+  const set = fields.map((key) => (merge === 'replace' ? `${key} = excluded.${key}` : `${key} = coalesce(excluded.${key}, customers.${key})`));
+  // `fill` writes only what differs; with no fields at all, a stored customer has nothing to take.
+  const differs = merge === 'fill' && fields.length ? `where (${fields.map((key) => `customers.${key}`).join(', ')}) is distinct from (${fields.map((key) => `coalesce(excluded.${key}, customers.${key})`).join(', ')})` : '';
+  // The written rows answer from the upsert, the others (stored and left alone) from the table.
+  const { rows: all } = await trx.raw(
+    `with r as (select * from json_to_recordset(?::json) as r(email text${fields.map((key) => `, ${key} text`).join('')})),
+          written as (
+            insert into customers (workspace_id, email${fields.map((key) => `, ${key}`).join('')}) select ?, r.email${fields.map((key) => `, r.${key}`).join('')} from r
+            on conflict (workspace_id, email) do ${merge === 'fill' && !differs ? 'nothing' : `update set ${[...set, 'updated_at = now()'].join(', ')} ${differs}`}
+            returning id, email, (xmax = 0) as created)
+     select r.email, coalesce(w.id, c.id) as id, w.created
+       from r left join written w on w.email = r.email
+       left join lateral (select id from customers where workspace_id = (select ?::int) and email = r.email limit 1) c on w.id is null`,
+    [JSON.stringify(rows.map((row) => Object.fromEntries(['email', ...fields].map((key) => [key, row[key as keyof CustomerRow] ?? null])))), access.workspaceId, access.workspaceId],
   );
-  const customer = await getCustomer(trx, access, rows[0].id);
-  const created = Boolean(rows[0].created);
-  await emit(trx, access, created ? 'customer.created' : 'customer.updated', { customer });
-  return { customer, created };
+  const outcomes = new Map<string, CustomerOutcome>();
+  const written: { id: number; type: EventType }[] = [];
+  for (const { id, email, created } of all as { id: number; email: string; created: boolean | null }[]) {
+    outcomes.set(email, { id, outcome: created === null ? 'unchanged' : created ? 'created' : 'updated' });
+    if (created !== null) written.push({ id, type: created ? 'customer.created' : 'customer.updated' });
+  }
+  written.sort((a, b) => a.id - b.id);
+  await emitSelected(
+    trx,
+    access,
+    written.map((w) => w.type),
+    `select k.type, '{"customer":' || c.api_json || '}' as data
+       from unnest(?::int[], ?::text[]) with ordinality as k(id, type, n) cross join lateral (${scopedById('customers')}) c order by k.n`,
+    [`{${written.map((w) => w.id).join(',')}}`, `{${written.map((w) => w.type).join(',')}}`, access.workspaceId],
+  );
+  return outcomes;
+}
+
+/**
+ * Creates the customer, or updates the one with the same email: given fields overwrite, omitted ones keep their
+ * value (upsertCustomers, `replace`).
+ */
+export async function upsertCustomer(trx: Db, access: Access, input: CustomerRow): Promise<{ customer: CustomerJson; created: boolean }> {
+  const { id, outcome } = (await upsertCustomers(trx, access, [input], 'replace')).get(input.email)!;
+  return { customer: await getCustomer(trx, access, id), created: outcome === 'created' };
 }
 
 export async function updateCustomer(trx: Db, access: Access, id: number, input: CustomerChanges): Promise<CustomerJson> {
@@ -107,6 +146,14 @@ async function dependentsOf(trx: Db, access: Access, id: number): Promise<Depend
 const dependentTables = ['quotes', 'orders', 'visitors'] as const;
 
 /**
+ * Deletes what the customer's visitors browsed, in the caller's transaction: the cascade removes the visitors, and
+ * their events are personal data of the customer that go with them.
+ */
+async function eraseVisitorEvents(trx: Db, workspaceId: number, customerId: number): Promise<void> {
+  await scoped(trx, 'track_events', workspaceId).whereIn('visitor_id', scoped(trx, 'visitors', workspaceId).where({ customer_id: customerId }).select('visitor_id')).delete();
+}
+
+/**
  * 403 naming the channel when the caller may not delete every quote and order of the customer one by one: a cascade
  * goes no further than the caller's channel roles (editor or manager on the channel of each, or no channel).
  */
@@ -140,7 +187,7 @@ export async function deleteCustomer(trx: Db, access: Access, id: number, cascad
       throw new Conflict(`This customer has quotes, orders or visitors; delete again with cascade=1 to delete them too.${hidden}`, { dependents });
     }
     await assertMayCascade(trx, access, id);
-    await eraseVisitorEvents(trx, access, id);
+    await eraseVisitorEvents(trx, access.workspaceId, id);
     for (const table of dependentTables) await scoped(trx, table, access.workspaceId).where({ customer_id: id }).delete();
   }
   await scoped(trx, 'customers', access.workspaceId).where({ id }).delete();

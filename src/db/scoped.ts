@@ -10,6 +10,14 @@ export function scoped(db: Db, table: string, workspaceId: number): Knex.QueryBu
   return db(table).where(`${alias ?? name}.workspace_id`, workspaceId);
 }
 
+/**
+ * A lateral subquery for a list of ids unnested as `k(id)`: the row of `table` with that id, each found by its own
+ * probe, however the statistics stand (the workspace id is a value unknown when planning). Written as
+ * `workspace_id = ? and id = any(?)`, it was planned, on a workspace an import is growing, as a scan of all the
+ * workspace's rows filtered by the list. Binds the workspace id.
+ */
+export const scopedById = (table: string) => `select * from ${table} where workspace_id = (select ?::int) and id = k.id limit 1`;
+
 /** Escapes LIKE wildcards so that `q` is a plain substring. */
 export function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

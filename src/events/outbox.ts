@@ -119,36 +119,37 @@ async function emitWithin<T>(
 }
 
 /**
- * Events whose bodies PostgreSQL renders (an import's orders and customers, read from the rows just written): `select`
- * gives at most `count` rows of `type` and `data` (the body as compact JSON text, as JSON.stringify
- * prints it), in the order the events are to have. One statement writes the outbox rows and their
- * deliveries, under a savepoint (a failure is logged and swallowed, as `emit` does), so no body travels
- * to node and back.
+ * Events whose bodies PostgreSQL renders from rows just written (a set-based write's orders and customers): `select`
+ * gives a row of `type` and `data` (the body as compact JSON text, as JSON.stringify prints it) per event of `types`,
+ * in the order the events are to have. One statement writes the outbox rows, their deliveries and the NOTIFY, under a
+ * savepoint left open for the commit to release, as emit's (a failure is logged and swallowed, a single event's as
+ * emit logs it), so no body travels to node and back.
  */
-export async function emitSelected(trx: Db, access: Access, count: number, select: string, bindings: readonly Knex.RawBinding[]): Promise<void> {
-  if (!access.events || count === 0) return;
+export async function emitSelected(trx: Db, access: Access, types: readonly EventType[], select: string, bindings: readonly Knex.RawBinding[]): Promise<void> {
+  if (!access.events || types.length === 0) return;
   const workspaceId = access.workspaceId;
-  const ids = Array.from({ length: count }, eventId);
+  const ids = Array.from({ length: types.length }, eventId);
+  await trx.raw('savepoint outbox');
   try {
-    await trx.transaction(async (savepoint) => {
-      const { rows } = await savepoint.raw(
-        `with s as (select s.type, s.data, row_number() over () as n from (${select}) s),
-              e as (insert into events (id, workspace_id, type, data)
-                    select k.id, ?, s.type, s.data::json from s join unnest(?::text[]) with ordinality as k(id, n) using (n)
-                    order by s.n
-                    returning id, type),
-              d as (insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
-                    select sub.workspace_id, sub.id, e.id, e.type from e
-                      join webhook_subscriptions sub on sub.workspace_id = ? and sub.active
-                       and sub.event_types && array['*', e.type, split_part(e.type, '.', 1) || '.*']::text[]
-                    returning 1)
-         select (select count(*) from d)::int as deliveries`,
-        [...bindings, workspaceId, `{${ids.join(',')}}`, workspaceId],
-      );
-      if ((rows as { deliveries: number }[])[0].deliveries > 0) await savepoint.raw('select pg_notify(?, ?)', [WEBHOOK_CHANNEL, '']);
-    });
+    await trx.raw(
+      `with s as (select s.type, s.data, row_number() over () as n from (${select}) s),
+            e as (insert into events (id, workspace_id, type, data)
+                  select k.id, ?, s.type, s.data::json from s join unnest(?::text[]) with ordinality as k(id, n) using (n)
+                  order by s.n
+                  returning id, type),
+            d as (insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+                  select sub.workspace_id, sub.id, e.id, e.type from e
+                    join webhook_subscriptions sub on sub.workspace_id = ? and sub.active
+                     and sub.event_types && array['*', e.type, split_part(e.type, '.', 1) || '.*']::text[]
+                  returning 1),
+            notified as (select pg_notify(?, '') from (select 1 from d limit 1) d)
+       select (select count(*) from notified) as notified`,
+      [...bindings, workspaceId, `{${ids.join(',')}}`, workspaceId, WEBHOOK_CHANNEL],
+    );
   } catch (err) {
-    log.error('events not emitted', { count, workspace_id: workspaceId, ...errorFields(err) });
+    await trx.raw('rollback to savepoint outbox');
+    if (types.length === 1) log.error('event not emitted', { type: types[0], workspace_id: workspaceId, ...errorFields(err) });
+    else log.error('events not emitted', { count: types.length, workspace_id: workspaceId, ...errorFields(err) });
   }
 }
 

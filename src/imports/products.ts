@@ -1,8 +1,11 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { scoped } from '../db/scoped.js';
 import { Validation } from '../errors.js';
 import { moneyText } from '../money.js';
+import {
+  catalogueHeld, productsBySku, touchProducts, upsertProducts, upsertVariants, variantsBySku,
+  type ProductValues, type StoredProduct, type StoredVariant, type VariantValues,
+} from '../products/service.js';
 import { inputIssues } from '../schema/parse.js';
 import type { CsvRow } from './csv.js';
 import { columnIndex } from './csv.js';
@@ -149,25 +152,6 @@ interface Candidate {
   defines?: ProductRow;
 }
 
-interface StoredVariant {
-  sku: string;
-  product_sku: string;
-  name: string | null;
-  price: string | null;
-  attributes: Record<string, unknown>;
-}
-
-interface StoredProduct {
-  id: number;
-  sku: string;
-  name: string;
-  type: string;
-  status: string;
-  brand: string | null;
-  category: string | null;
-  description: string | null;
-}
-
 /**
  * Product import: one row per variant, grouped into products by product SKU; upsert by product
  * SKU, then variant SKU. Each batch reads what is stored for its SKUs once, decides in memory what
@@ -216,10 +200,10 @@ export function productImporter(header: string[]): Importer {
     const fail = (line: number, field: string, message: string) => report.errors.push({ row: line, field, message });
     // A workspace with no variants (products) when the import began holds none but this import's own, and those
     // this import knows (`seen`, the ids in `products`): a first import into it looks nothing up.
-    before ??= await storedBefore(trx, access.workspaceId);
-    const stored = before.variants ? await storedVariants(trx, access.workspaceId, candidates.map((c) => c.variant.variant_sku)) : new Map<string, StoredVariant>();
+    before ??= await catalogueHeld(trx, access.workspaceId);
+    const stored = before.variants ? await variantsBySku(trx, access.workspaceId, candidates.map((c) => c.variant.variant_sku)) : new Map<string, StoredVariant>();
     const storedProducts = before.products
-      ? await storedProductsBySku(trx, access.workspaceId, [...new Set(candidates.map((c) => c.variant.product_sku))].filter((sku) => products.get(sku)?.id === undefined))
+      ? await productsBySku(trx, access.workspaceId, [...new Set(candidates.map((c) => c.variant.product_sku))].filter((sku) => products.get(sku)?.id === undefined))
       : new Map<string, StoredProduct>();
 
     const good: Candidate[] = [];
@@ -258,7 +242,7 @@ export function productImporter(header: string[]): Importer {
     }
 
     // Products first: new ones inserted, changed ones updated, in one statement.
-    const productWrites: Record<string, unknown>[] = [];
+    const productWrites: ProductValues[] = [];
     const productOutcome = new Map<string, 'created' | 'updated' | 'unchanged'>();
     for (const { defines, variant } of good) {
       if (!defines) continue;
@@ -281,21 +265,10 @@ export function productImporter(header: string[]): Importer {
       }
       productWrites.push(next);
     }
-    if (productWrites.length) {
-      const { rows: written } = await trx.raw(
-        `insert into products (workspace_id, sku, name, type, status, brand, category, description)
-         select ?, r.sku, r.name, r.type, r.status, r.brand, r.category, r.description
-           from json_to_recordset(?::json) as r(sku text, name text, type text, status text, brand text, category text, description text)
-         on conflict (workspace_id, sku) do update set name = excluded.name, type = excluded.type, status = excluded.status,
-           brand = excluded.brand, category = excluded.category, description = excluded.description, updated_at = now()
-         returning id, sku`,
-        [access.workspaceId, JSON.stringify(productWrites)],
-      );
-      for (const { id, sku } of written as { id: number; sku: string }[]) setId(sku, id);
-    }
+    for (const [sku, id] of await upsertProducts(trx, access.workspaceId, productWrites)) setId(sku, id);
 
     // Then variants: the same, against the stored values read above.
-    const variantWrites: Record<string, unknown>[] = [];
+    const variantWrites: VariantValues[] = [];
     const touched = new Set<number>();
     for (const { line, variant, defines } of good) {
       const productId = products.get(variant.product_sku)?.id;
@@ -321,57 +294,10 @@ export function productImporter(header: string[]): Importer {
       }
       variantWrites.push(next);
     }
-    if (variantWrites.length) {
-      await trx.raw(
-        `insert into variants (workspace_id, product_id, sku, name, price, attributes)
-         select ?, r.product_id, r.sku, r.name, r.price, coalesce(r.attributes, '{}'::json)
-           from json_to_recordset(?::json) as r(product_id int, sku text, name text, price numeric, attributes json)
-         on conflict (workspace_id, sku) do update set name = excluded.name, price = excluded.price, attributes = excluded.attributes, updated_at = now()`,
-        [access.workspaceId, JSON.stringify(variantWrites)],
-      );
-    }
+    await upsertVariants(trx, access.workspaceId, variantWrites);
     // A variant change changes the product's JSON too, so its updated_at moves (as with the variant endpoints).
-    if (touched.size) await scoped(trx, 'products', access.workspaceId).whereIn('id', [...touched]).update({ updated_at: trx.fn.now() });
+    await touchProducts(trx, access.workspaceId, [...touched]);
   }
-}
-
-/*
- * Lookups by key are driven from the batch's keys, one probe of the unique index each, whatever the
- * statistics say. Two things keep it so: a LATERAL with LIMIT 1 is never flattened into a join, and the
- * workspace id is given as `(select ?)`, a value unknown when planning. A literal id of a workspace the
- * statistics have not seen (a new one, whose rows this very import is adding) is estimated at one row,
- * and then any index starting with workspace_id looks as good, e.g. (workspace_id, id): a scan of every
- * row of the workspace per key, quadratic over an import. ANALYZE after the import cannot help here.
- */
-async function storedVariants(trx: Db, workspaceId: number, skus: string[]): Promise<Map<string, StoredVariant>> {
-  const { rows } = await trx.raw(
-    `select v.sku, v.product_sku, v.name, v.price, v.attributes
-       from json_array_elements_text(?::json) as k(sku)
-       cross join lateral (select v.sku, p.sku as product_sku, v.name, v.price::text as price, v.attributes
-                             from variants v join products p on p.id = v.product_id
-                            where v.workspace_id = (select ?::int) and v.sku = k.sku limit 1) v`,
-    [JSON.stringify(skus), workspaceId],
-  );
-  return new Map((rows as StoredVariant[]).map((row) => [row.sku, row]));
-}
-
-async function storedBefore(trx: Db, workspaceId: number): Promise<{ products: boolean; variants: boolean }> {
-  const { rows } = await trx.raw(
-    `select exists (select 1 from products where workspace_id = ?) as products, exists (select 1 from variants where workspace_id = ?) as variants`,
-    [workspaceId, workspaceId],
-  );
-  return rows[0];
-}
-
-async function storedProductsBySku(trx: Db, workspaceId: number, skus: string[]): Promise<Map<string, StoredProduct>> {
-  if (skus.length === 0) return new Map();
-  const { rows } = await trx.raw(
-    `select p.* from json_array_elements_text(?::json) as k(sku)
-       cross join lateral (select id, sku, name, type, status, brand, category, description
-                             from products where workspace_id = (select ?::int) and sku = k.sku limit 1) p`,
-    [JSON.stringify(skus), workspaceId],
-  );
-  return new Map((rows as StoredProduct[]).map((row) => [row.sku, row]));
 }
 
 export type { CsvRow };

@@ -1,16 +1,16 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
-import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
+import { scoped, scopedById, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { givenFields } from '../db/fields.js';
 import { isNumericOverflow } from '../db/errors.js';
-import { lineTotalFits } from '../money.js';
-import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
+import { CENTS_LIMIT, lineTotalCents } from '../money.js';
+import { emit, emitSelected, emittingStatement, type FoldedEvent } from '../events/outbox.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
-import { upsertCustomer } from '../customers/service.js';
+import { upsertCustomers } from '../customers/service.js';
 import { lockedQuoteForUser } from '../quotes/service.js';
-import type { ExternalOrderInput, ItemInput, OrderFilters } from './schema.js';
+import type { ExternalOrderInput, OrderFilters } from './schema.js';
 
 export type OrderJson = Record<string, unknown> & { id: number; channel_id: number | null };
 export type ItemJson = Record<string, unknown> & { id: number };
@@ -89,36 +89,41 @@ export async function deleteOrder(trx: Db, access: Access, id: number): Promise<
   return order;
 }
 
-async function replaceItems(trx: Db, workspaceId: number, orderId: number, items: ItemInput[]): Promise<void> {
-  items.forEach((item, index) => {
-    if (!lineTotalFits(item.quantity, item.price!)) throw new Validation(`items.${index}.quantity`, `items.${index}.quantity: quantity × price must be less than 1000000000000.`);
-  });
-  await scoped(trx, 'order_items', workspaceId).where({ order_id: orderId }).delete();
-  if (items.length) {
-    await trx('order_items').insert(
-      items.map((item) => ({
-        workspace_id: workspaceId,
-        order_id: orderId,
-        sku: item.sku ?? null,
-        description: item.description ?? null,
-        quantity: item.quantity,
-        price: item.price,
-        line_total: trx.raw('round(?::numeric * ?::numeric, 2)', [item.quantity, item.price]),
-      })),
-    );
-  }
+/** An order item as written: line total = round(quantity × price, 2). */
+export interface ItemValues {
+  sku: string | null;
+  description: string | null;
+  quantity: string;
+  price: string;
 }
 
-/** subtotal = Σ line totals; total = subtotal − discount + tax (an external order has neither). */
-async function totalOrder(trx: Db, workspaceId: number, orderId: number): Promise<void> {
-  await trx
-    .raw(
-    `update orders o set subtotal = t.subtotal, total = t.subtotal - o.discount_amount + o.tax_amount, updated_at = now()
-     from (select coalesce(sum(line_total), 0) as subtotal from order_items where order_id = ? and workspace_id = ?) t
-     where o.id = ? and o.workspace_id = ?`,
-    [orderId, workspaceId, orderId, workspaceId],
-    )
-    .catch(totalTooLarge);
+/** An external order as it will be stored, keyed by (external_source, external_id); its items replace the stored ones. */
+export interface OrderValues {
+  external_source: string;
+  external_id: string;
+  order_number: string | null;
+  status: string;
+  currency: string;
+  customer_id: number | null;
+  channel_id: number | null;
+  placed_at: Date | string | null;
+  /** Omitted (on every order of a write): a stored order keeps its notes, a new one has none. */
+  notes?: string | null;
+  items: ItemValues[];
+}
+
+/**
+ * Where an order's amounts break numeric(14,2), to refuse it before any write: the first item whose total is too
+ * large (`item`, its index), or else the order's total (`order`). Undefined when they fit.
+ */
+export function amountsOverflow(items: readonly { quantity: string; price: string }[]): { item: number } | 'order' | undefined {
+  let cents = 0n;
+  for (const [index, item] of items.entries()) {
+    const total = lineTotalCents(item.quantity, item.price);
+    if (total >= CENTS_LIMIT) return { item: index };
+    cents += total;
+  }
+  return cents >= CENTS_LIMIT ? 'order' : undefined;
 }
 
 /** An order total past numeric(14,2), from any statement that computes one: a 422 naming the items. */
@@ -128,36 +133,132 @@ function totalTooLarge(err: unknown): never {
 }
 
 /**
- * `POST /orders/external`: upsert by (workspace, external_source, external_id). A new order emits
- * `order.created`; a match is updated (its items replaced) and emits `order.updated`.
+ * Creates or updates external orders by (external_source, external_id), many at once: the orders in one statement,
+ * their totals summed by PostgreSQL in numeric in it (subtotal = Σ round(quantity × price, 2); total = subtotal −
+ * discount + tax), the stored items deleted and the new ones inserted in one statement each. A new order emits
+ * `order.created`, a stored one `order.updated`, with the order and its items rendered from the rows. The caller has
+ * checked the amounts (amountsOverflow), the channels and the customers. Answers each order's id, in input order.
+ */
+export async function writeOrders(trx: Db, access: Access, orders: OrderValues[]): Promise<{ id: number; created: boolean }[]> {
+  if (orders.length === 0) return [];
+  const workspaceId = access.workspaceId;
+  const notes = orders[0].notes !== undefined;
+  // Items first in JSON, so that the order's subtotal is summed in the statement that writes the order.
+  const { rows: upserted } = await trx
+    .raw(
+      `insert into orders (workspace_id, external_source, external_id, order_number, status, currency, customer_id, channel_id, placed_at${notes ? ', notes' : ''}, subtotal, total)
+       select ?, r.external_source, r.external_id, r.order_number, r.status, r.currency, r.customer_id, r.channel_id, r.placed_at${notes ? ', r.notes' : ''}, t.subtotal, t.subtotal
+         from json_to_recordset(?::json) as r(external_source text, external_id text, order_number text, status text, currency text,
+                                             customer_id int, channel_id int, placed_at timestamptz, notes text, items json)
+         cross join lateral (select coalesce(sum(round(i.quantity * i.price, 2)), 0) as subtotal
+                               from json_to_recordset(r.items) as i(quantity numeric, price numeric)) t
+       on conflict (workspace_id, external_source, external_id) do update set order_number = excluded.order_number, status = excluded.status,
+         currency = excluded.currency, customer_id = excluded.customer_id, channel_id = excluded.channel_id, placed_at = excluded.placed_at,${notes ? ' notes = excluded.notes,' : ''}
+         subtotal = excluded.subtotal, total = excluded.subtotal - orders.discount_amount + orders.tax_amount, updated_at = now()
+       returning id, external_source, external_id, (xmax = 0) as created`,
+      [workspaceId, JSON.stringify(orders.map(({ items, ...order }) => ({ ...order, items: items.map(({ quantity, price }) => ({ quantity, price })) })))],
+    )
+    .catch(totalTooLarge);
+  const byKey = new Map<string, { id: number; created: boolean }>();
+  for (const row of upserted as { id: number; external_source: string; external_id: string; created: boolean }[]) {
+    byKey.set(orderKey(row.external_source, row.external_id), { id: row.id, created: Boolean(row.created) });
+  }
+  const written = orders.map((order) => byKey.get(orderKey(order.external_source, order.external_id))!);
+  const replaced = written.filter((w) => !w.created).map((w) => w.id);
+  if (replaced.length) await scoped(trx, 'order_items', workspaceId).whereRaw('order_id = any(?::int[])', [`{${replaced.join(',')}}`]).delete();
+  const items = orders.flatMap((order, i) => order.items.map((item) => ({ order_id: written[i].id, ...item })));
+  if (items.length) {
+    await trx.raw(
+      `insert into order_items (workspace_id, order_id, sku, description, quantity, price, line_total)
+       select ?, r.order_id, r.sku, r.description, r.quantity, r.price, round(r.quantity * r.price, 2)
+         from json_to_recordset(?::json) as r(order_id int, sku text, description text, quantity numeric, price numeric)`,
+      [workspaceId, JSON.stringify(items)],
+    );
+  }
+  // The events' bodies are the stored order JSON and its items, rendered where the rows are (compact, as
+  // JSON.stringify prints them): nothing is read back into node.
+  const events = [...byKey.values()].sort((a, b) => a.id - b.id);
+  await emitSelected(
+    trx,
+    access,
+    events.map((w) => (w.created ? 'order.created' : 'order.updated')),
+    `select k.type, '{"order":' || o.api_json || ',"items":[' || coalesce((
+              select string_agg(${itemJsonText('i')}, ',' order by i.id) from order_items i
+               where i.order_id = o.id and i.workspace_id = o.workspace_id), '') || ']}' as data
+       from unnest(?::int[], ?::text[]) with ordinality as k(id, type, n) cross join lateral (${scopedById('orders')}) o order by k.n`,
+    [`{${events.map((w) => w.id).join(',')}}`, `{${events.map((w) => (w.created ? 'order.created' : 'order.updated')).join(',')}}`, workspaceId],
+  );
+  return written;
+}
+
+/** An external order's key as one string, for maps. */
+export const orderKey = (source: string, externalId: string) => `${source}\u0000${externalId}`;
+
+/** A stored external order, as a set-based write compares it with what it would write. */
+export interface StoredOrder {
+  id: number;
+  external_source: string;
+  external_id: string;
+  order_number: string | null;
+  status: string;
+  currency: string;
+  customer_id: number | null;
+  channel_id: number | null;
+  /** Epoch milliseconds, to compare with another time whatever its spelling. */
+  placed_at: number | null;
+  /** [sku, description, quantity, price], as PostgreSQL prints them, by id. */
+  items: [string | null, string | null, string, string][];
+}
+
+/** Whether the workspace holds any order. */
+export async function holdsOrders(db: Db, workspaceId: number): Promise<boolean> {
+  const { rows } = await db.raw('select exists (select 1 from orders where workspace_id = ?) as stored', [workspaceId]);
+  return (rows as { stored: boolean }[])[0].stored;
+}
+
+/** The stored orders of these keys, with their items, by orderKey. */
+export async function ordersByKey(db: Db, workspaceId: number, keys: { source: string; external_id: string }[]): Promise<Map<string, StoredOrder>> {
+  // One probe of the unique index per key, planned so whatever the statistics say (see scopedById); a row-value
+  // `(source, id) in (...)` list of this length is planned as a scan.
+  const { rows } = await db.raw(
+    `select o.* from json_to_recordset(?::json) as k(source text, external_id text)
+       cross join lateral (
+         select o.id, o.external_source, o.external_id, o.order_number, o.status, o.currency, o.customer_id, o.channel_id,
+                (extract(epoch from o.placed_at) * 1000)::float8 as placed_at,
+                coalesce((select json_agg(json_build_array(i.sku, i.description, trim_scale(i.quantity)::text, i.price::text) order by i.id)
+                            from order_items i where i.order_id = o.id and i.workspace_id = o.workspace_id), '[]'::json) as items
+           from orders o where o.workspace_id = (select ?::int) and o.external_source = k.source and o.external_id = k.external_id limit 1) o`,
+    [JSON.stringify(keys), workspaceId],
+  );
+  return new Map((rows as StoredOrder[]).map((row) => [orderKey(row.external_source, row.external_id), row]));
+}
+
+/**
+ * `POST /orders/external`: upsert by (workspace, external_source, external_id), through writeOrders. A new order
+ * emits `order.created`; a match is updated (its items replaced) and emits `order.updated`.
  */
 export async function upsertExternalOrder(trx: Db, access: Access, input: ExternalOrderInput) {
   const workspaceId = access.workspaceId;
   await assertChannelExists(trx, workspaceId, input.channel_id);
-  const customer = input.customer ? (await upsertCustomer(trx, access, input.customer)).customer : null;
-  const values = {
-    order_number: input.order_number ?? null,
-    status: input.status,
-    currency: input.currency,
-    customer_id: customer?.id ?? null,
-    channel_id: input.channel_id ?? null,
-    notes: input.notes ?? null,
-    placed_at: input.placed_at ?? null,
-  };
-  const { rows } = await trx.raw(
-    `insert into orders (workspace_id, external_source, external_id, ${Object.keys(values).join(', ')})
-     values (?, ?, ?, ${Object.keys(values).map(() => '?').join(', ')})
-     on conflict (workspace_id, external_source, external_id) do update set
-       ${Object.keys(values).map((key) => `${key} = excluded.${key}`).join(', ')}, updated_at = now()
-     returning id, (xmax = 0) as created`,
-    [workspaceId, input.external_source, input.external_id, ...(Object.values(values) as (string | number | Date | null)[])],
-  );
-  const { id, created } = rows[0] as { id: number; created: boolean };
-  await replaceItems(trx, workspaceId, id, input.items);
-  await totalOrder(trx, workspaceId, id);
-  const result = await withItems(trx, workspaceId, id);
-  await emit(trx, access, created ? 'order.created' : 'order.updated', result);
-  return { ...result, created: Boolean(created) };
+  const overflow = amountsOverflow(input.items as { quantity: string; price: string }[]);
+  if (overflow === 'order') throw new Validation('items', 'items: the order total must be less than 1000000000000.');
+  if (overflow) throw new Validation(`items.${overflow.item}.quantity`, `items.${overflow.item}.quantity: quantity × price must be less than 1000000000000.`);
+  const customer = input.customer ? (await upsertCustomers(trx, access, [input.customer], 'replace')).get(input.customer.email)! : null;
+  const [{ id, created }] = await writeOrders(trx, access, [
+    {
+      external_source: input.external_source,
+      external_id: input.external_id,
+      order_number: input.order_number ?? null,
+      status: input.status,
+      currency: input.currency,
+      customer_id: customer?.id ?? null,
+      channel_id: input.channel_id ?? null,
+      placed_at: input.placed_at ?? null,
+      notes: input.notes ?? null,
+      items: input.items.map((item) => ({ sku: item.sku ?? null, description: item.description ?? null, quantity: item.quantity, price: item.price! })),
+    },
+  ]);
+  return { ...(await withItems(trx, workspaceId, id)), created };
 }
 
 /**

@@ -153,9 +153,11 @@ export async function deleteProduct(trx: Db, access: Access, id: number): Promis
 }
 
 /** A variant change also changes the product's JSON, so the product's updated_at moves with it. */
-async function touchProduct(trx: Db, workspaceId: number, productId: number): Promise<void> {
-  await scoped(trx, 'products', workspaceId).where({ id: productId }).update({ updated_at: trx.fn.now() });
+export async function touchProducts(trx: Db, workspaceId: number, productIds: number[]): Promise<void> {
+  if (productIds.length) await scoped(trx, 'products', workspaceId).whereIn('id', productIds).update({ updated_at: trx.fn.now() });
 }
+
+const touchProduct = (trx: Db, workspaceId: number, productId: number) => touchProducts(trx, workspaceId, [productId]);
 
 async function lockVariant(trx: Db, workspaceId: number, productId: number, variantId: number): Promise<void> {
   await lockProduct(trx, workspaceId, productId);
@@ -192,4 +194,110 @@ export async function deleteVariant(trx: Db, access: Access, productId: number, 
   await scoped(trx, 'variants', access.workspaceId).where({ id: variantId }).delete();
   await touchProduct(trx, access.workspaceId, productId);
   return { variant, product: await getProduct(trx, access, productId) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many at once, by SKU (an import's batch)
+// ---------------------------------------------------------------------------------------------
+
+/** A product as a set-based write stores it, keyed by SKU. */
+export interface ProductValues {
+  sku: string;
+  name: string;
+  type: string;
+  status: string;
+  brand: string | null;
+  category: string | null;
+  description: string | null;
+}
+
+export interface StoredProduct extends ProductValues {
+  id: number;
+}
+
+/** A variant as a set-based write stores it, keyed by SKU; price as numeric(14,2) prints it. */
+export interface VariantValues {
+  sku: string;
+  product_id: number;
+  name: string | null;
+  price: string | null;
+  attributes: Record<string, unknown>;
+}
+
+export interface StoredVariant {
+  sku: string;
+  product_sku: string;
+  name: string | null;
+  price: string | null;
+  attributes: Record<string, unknown>;
+}
+
+/** Creates or updates products by SKU in one statement; answers each SKU's id. */
+export async function upsertProducts(trx: Db, workspaceId: number, products: ProductValues[]): Promise<Map<string, number>> {
+  if (products.length === 0) return new Map();
+  const { rows } = await trx.raw(
+    `insert into products (workspace_id, sku, name, type, status, brand, category, description)
+     select ?, r.sku, r.name, r.type, r.status, r.brand, r.category, r.description
+       from json_to_recordset(?::json) as r(sku text, name text, type text, status text, brand text, category text, description text)
+     on conflict (workspace_id, sku) do update set name = excluded.name, type = excluded.type, status = excluded.status,
+       brand = excluded.brand, category = excluded.category, description = excluded.description, updated_at = now()
+     returning id, sku`,
+    [workspaceId, JSON.stringify(products)],
+  );
+  return new Map((rows as { id: number; sku: string }[]).map(({ id, sku }) => [sku, id]));
+}
+
+/** Creates or updates variants by SKU in one statement. Their products' updated_at is the caller's (touchProducts). */
+export async function upsertVariants(trx: Db, workspaceId: number, variants: VariantValues[]): Promise<void> {
+  if (variants.length === 0) return;
+  await trx.raw(
+    `insert into variants (workspace_id, product_id, sku, name, price, attributes)
+     select ?, r.product_id, r.sku, r.name, r.price, coalesce(r.attributes, '{}'::json)
+       from json_to_recordset(?::json) as r(product_id int, sku text, name text, price numeric, attributes json)
+     on conflict (workspace_id, sku) do update set name = excluded.name, price = excluded.price, attributes = excluded.attributes, updated_at = now()`,
+    [workspaceId, JSON.stringify(variants)],
+  );
+}
+
+/** Whether the workspace holds any products, and any variants. */
+export async function catalogueHeld(db: Db, workspaceId: number): Promise<{ products: boolean; variants: boolean }> {
+  const { rows } = await db.raw(
+    `select exists (select 1 from products where workspace_id = ?) as products, exists (select 1 from variants where workspace_id = ?) as variants`,
+    [workspaceId, workspaceId],
+  );
+  return rows[0];
+}
+
+/*
+ * Lookups by key are driven from the batch's keys, one probe of the unique index each, whatever the
+ * statistics say. Two things keep it so: a LATERAL with LIMIT 1 is never flattened into a join, and the
+ * workspace id is given as `(select ?)`, a value unknown when planning. A literal id of a workspace the
+ * statistics have not seen (a new one, whose rows this very import is adding) is estimated at one row,
+ * and then any index starting with workspace_id looks as good, e.g. (workspace_id, id): a scan of every
+ * row of the workspace per key, quadratic over an import. ANALYZE after the import cannot help here.
+ */
+
+/** The stored variants of these SKUs, with their product's SKU, by SKU. */
+export async function variantsBySku(db: Db, workspaceId: number, skus: string[]): Promise<Map<string, StoredVariant>> {
+  const { rows } = await db.raw(
+    `select v.sku, v.product_sku, v.name, v.price, v.attributes
+       from json_array_elements_text(?::json) as k(sku)
+       cross join lateral (select v.sku, p.sku as product_sku, v.name, v.price::text as price, v.attributes
+                             from variants v join products p on p.id = v.product_id
+                            where v.workspace_id = (select ?::int) and v.sku = k.sku limit 1) v`,
+    [JSON.stringify(skus), workspaceId],
+  );
+  return new Map((rows as StoredVariant[]).map((row) => [row.sku, row]));
+}
+
+/** The stored products of these SKUs, by SKU. */
+export async function productsBySku(db: Db, workspaceId: number, skus: string[]): Promise<Map<string, StoredProduct>> {
+  if (skus.length === 0) return new Map();
+  const { rows } = await db.raw(
+    `select p.* from json_array_elements_text(?::json) as k(sku)
+       cross join lateral (select id, sku, name, type, status, brand, category, description
+                             from products where workspace_id = (select ?::int) and sku = k.sku limit 1) p`,
+    [JSON.stringify(skus), workspaceId],
+  );
+  return new Map((rows as StoredProduct[]).map((row) => [row.sku, row]));
 }
