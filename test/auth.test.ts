@@ -1,11 +1,8 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
+import { signUpOwner, uniqueEmail } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(() => app?.close());
+const { app } = useApp(test);
 
 test('signup with a workspace answers 201 with user, workspace and keys, and sets the session cookie', async (t) => {
   const client = app.client();

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { signUpOwner, type Owner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import type { Client } from './helpers/client.js';
 import type { Access } from '../src/access.js';
@@ -8,22 +8,14 @@ import { Principal } from '../src/http/auth.js';
 import { assertChannelAccess, whereReadable, type ChannelNeed } from '../src/channels/access.js';
 import { scoped } from '../src/db/scoped.js';
 
-let app: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
-let owner: Owner;
+const { app, smtp, owner } = useOwnerApp(test, { workspace: 'Channels', smtp: true });
 let other: Owner;
 let mia: Member;
 let max: Member;
 test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ SMTP_URL: smtp.url });
-  [owner, other] = await Promise.all([signUpOwner(app, 'Channels'), signUpOwner(app, 'Elsewhere')]);
+  other = await signUpOwner(app, 'Elsewhere');
   mia = await inviteMember(app, smtp, owner);
   max = await inviteMember(app, smtp, owner);
-});
-test.after.always(async () => {
-  await app?.close();
-  await smtp?.close();
 });
 
 let counter = 0;

@@ -1,13 +1,9 @@
 import test from 'ava';
-import { startApp, type TestApp } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { buildApi } from '../src/http/app.js';
 
 // CORS headers on exactly the spec's CORS endpoints (§4), nowhere else.
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(() => app?.close());
+const { app } = useApp(test);
 
 /** The spec's CORS list (service spec §4, CORS). */
 const specCors = ['POST /track/event', 'POST /track/join', 'GET /public/recommendations', 'GET /public/categories/interest', 'POST /quotes/public/lookup'];

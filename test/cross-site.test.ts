@@ -1,17 +1,10 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { uniqueEmail } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 
 // APP_URL is the public address; the tests reach the app directly on 127.0.0.1 (as behind a proxy).
 const APP_URL = 'https://quotes.example.com';
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp({ APP_URL });
-  owner = await signUpOwner(app);
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app, owner } = useOwnerApp(test, { env: { APP_URL } });
 
 const customers = async () => Number((await app.db('customers').where({ workspace_id: owner.workspace.id }).count({ n: '*' }))[0].n);
 const from = (origin: string) => ({ headers: { origin } });

@@ -1,14 +1,9 @@
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { PAGE_ROWS } from '../src/db/pages.js';
 
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app);
-});
-test.after.always(() => app?.close());
+const { app, owner } = useOwnerApp(test);
 
 const events = (type: string) => app.db('events').where({ workspace_id: owner.workspace.id, type }).orderBy('created_at');
 

@@ -2,22 +2,19 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { startReceiver } from './helpers/receiver.js';
 import { loadConfig } from '../src/config.js';
 import { DeliveryWorker, workerSettings } from '../src/webhooks/worker.js';
 
 // Every worker run drains the whole queue, so the tests run one at a time, each in its own workspace.
-let app: TestApp;
+const { app } = useApp(test, { env: { OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' } });
 let worker: DeliveryWorker;
-test.before(async () => {
-  app = await startApp({ OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' });
+test.before(() => {
   worker = new DeliveryWorker(app.db, workerSettings(app.config));
 });
-test.after.always(async () => {
-  worker?.close();
-  await app?.close();
-});
+test.after.always(() => worker?.close());
 test.afterEach.always(async () => {
   await app.db('webhook_deliveries').whereIn('status', ['pending', 'failed']).update({ status: 'dead' });
 });

@@ -1,11 +1,9 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { uniqueEmail } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 
-let app: TestApp;
-let owner: Owner;
+const { app, owner } = useOwnerApp(test);
 test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app);
   const ok = (res: { status: number; text: string }) => {
     if (res.status >= 300) throw new Error(`setup: ${res.status} ${res.text}`);
   };
@@ -15,9 +13,6 @@ test.before(async () => {
   ok(await owner.client.post('/api/v1/channels', { name: 'Market', type: 'marketplace', ownership: 'third_party', status: 'paused' }));
   ok(await owner.client.post('/api/v1/quotes', { customer: { email: uniqueEmail('q') } }));
   ok(await owner.client.post('/api/v1/orders/external', { external_source: 'shop', external_id: 'O-1', status: 'paid' }, { headers: { authorization: `Bearer ${owner.keys.secret_key}` } }));
-});
-test.after.always(async () => {
-  await app?.close();
 });
 
 // Every enum filter of every list, with the values it takes and the list key it answers under.

@@ -1,18 +1,13 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { uniqueEmail } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { ok } from './helpers/client.js';
 import { eventTypes } from '../src/events/outbox.js';
 
 // Every catalogue event, caused through the API, against subscriptions filtered by '*', by [] (read
 // as '*'), by each resource prefix and by each exact type: a delivery row goes to exactly the
 // subscriptions whose filter names the event.
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app, 'Filters');
-});
-test.after.always(() => app?.close());
+const { app, owner } = useOwnerApp(test, { workspace: 'Filters' });
 
 const prefixOf = (type: string) => `${type.split('.')[0]}.*`;
 const prefixes = [...new Set(eventTypes.map(prefixOf))];

@@ -1,11 +1,8 @@
 import test from 'ava';
-import { startApp, signUpOwner, type TestApp } from './helpers/app.js';
+import { signUpOwner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp({ WEBHOOKS_ENABLED: '0' });
-});
-test.after.always(() => app?.close());
+const { app } = useApp(test, { env: { WEBHOOKS_ENABLED: '0' } });
 
 test('WEBHOOKS_ENABLED=0 stops emission: changes happen, no event rows are written', async (t) => {
   const owner = await signUpOwner(app);

@@ -1,15 +1,9 @@
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { eventId } from '../src/events/outbox.js';
 import { captureLogs } from './helpers/logs.js';
 
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app);
-});
-test.after.always(() => app?.close());
+const { app, owner } = useOwnerApp(test);
 
 /** `work` run while every event fails to be written (the events table renamed away), with what was logged meanwhile. */
 async function withoutEvents<T>(work: () => Promise<T>): Promise<{ result: T; logs: Record<string, any>[] }> {

@@ -1,13 +1,10 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
+import { startApp, signUpOwner, uniqueEmail } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { openPostgres } from '../src/db/database.js';
 import { captureLogs } from './helpers/logs.js';
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp({ ADMIN_API_KEY: 'admin-secret' });
-});
-test.after.always(() => app?.close());
+const { app } = useApp(test, { env: { ADMIN_API_KEY: 'admin-secret' } });
 
 test('success bodies are the v1 envelope; errors are flat', async (t) => {
   const owner = await signUpOwner(app);

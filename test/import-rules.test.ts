@@ -1,19 +1,9 @@
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 
 /** Rules of the order import that a client relies on, each pinned on its own. */
 
-let app: TestApp;
-let owner: Owner;
-
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app);
-});
-
-test.after.always(async () => {
-  await app?.close();
-});
+const { app, owner } = useOwnerApp(test);
 
 const importOrders = (csv: string) => owner.client.request('POST', '/api/v1/orders/import', { raw: csv, contentType: 'text/csv' });
 

@@ -1,6 +1,6 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 
 /**
  * Property-based: random bytes and CSV-shaped text (quotes, delimiters, line breaks, a BOM, NUL,
@@ -9,17 +9,7 @@ import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.j
  * workspace's rows exactly as they were; and every stored order still adds up.
  */
 
-let app: TestApp;
-let owner: Owner;
-
-test.before(async () => {
-  app = await startApp({ WEBHOOKS_ENABLED: '1' });
-  owner = await signUpOwner(app);
-});
-
-test.after.always(async () => {
-  await app?.close();
-});
+const { app, owner } = useOwnerApp(test, { env: { WEBHOOKS_ENABLED: '1' } });
 
 const tables = ['customers', 'products', 'variants', 'events', 'orders', 'order_items'];
 

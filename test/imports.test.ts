@@ -1,24 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { startApp, signUpOwner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 
 /**
  * CSV imports over HTTP: multipart, raw text/csv and {url}; products (our columns and a Shopify
  * export) and orders; dry runs, skip and abort, the limits, and what a re-import does.
  */
 
-let app: TestApp;
-let owner: Owner;
-
-test.before(async () => {
-  app = await startApp({ OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32' });
-  owner = await signUpOwner(app);
-});
-
-test.after.always(async () => {
-  await app?.close();
-});
+const { app, owner } = useOwnerApp(test, { env: { OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32' } });
 
 const csvPost = (path: string, csv: string | Buffer, contentType = 'text/csv') =>
   owner.client.request('POST', path, { raw: csv as string, contentType });

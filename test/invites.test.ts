@@ -1,20 +1,11 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { startApp, signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { inviteMember, tokenFromMail } from './helpers/members.js';
 import type { Client, Response } from './helpers/client.js';
 import { PATIENCE_MS } from './helpers/patience.js';
 
-let app: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
-test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ SMTP_URL: smtp.url, MAIL_FROM: 'Quoting Tests <quotes@example.com>' });
-});
-test.after.always(async () => {
-  await app?.close();
-  await smtp?.close();
-});
+const { app, smtp } = useApp(test, { env: { MAIL_FROM: 'Quoting Tests <quotes@example.com>' }, smtp: true });
 
 const NEW_PASSWORD = 'brand new password 42';
 

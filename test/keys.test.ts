@@ -1,20 +1,12 @@
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { signUpOwner, type Owner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { inviteMember, type Member } from './helpers/members.js';
 
-let app: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
-let a: Owner;
+const { app, smtp, owner: a } = useOwnerApp(test, { workspace: 'Alpha Keys', smtp: true });
 let b: Owner;
 test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ SMTP_URL: smtp.url });
-  [a, b] = await Promise.all([signUpOwner(app, 'Alpha Keys'), signUpOwner(app, 'Beta Keys')]);
-});
-test.after.always(async () => {
-  await app?.close();
-  await smtp?.close();
+  b = await signUpOwner(app, 'Beta Keys');
 });
 
 const whoami = (authorization?: string, path = '/api/v1/auth/key') =>

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { startApp, signUpOwner, staleListTexts, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, staleListTexts, uniqueEmail, type Owner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { ok } from './helpers/client.js';
 
 // An unfiltered list reads its texts from a table of their own (quote_texts, order_texts, customer_texts,
@@ -8,13 +9,7 @@ import { ok } from './helpers/client.js';
 // the unfiltered list must hold exactly the records' single reads, in id order.
 
 // Each test in a workspace of its own: its lists hold its own records only.
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app } = useApp(test);
 
 /** The unfiltered list is the single reads of its records, in id order, and no copy is stale. */
 async function listMatches(t: any, owner: Owner, list: string, key: string, ids: number[], step: string): Promise<void> {

@@ -2,17 +2,10 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import test from 'ava';
 import { PAGE_ROWS } from '../src/db/pages.js';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app, 'Lists');
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app, owner } = useOwnerApp(test, { workspace: 'Lists' });
 
 /** Text that JSON escapes in every way it can: quotes, backslashes, control characters, beyond Latin-1. */
 const awkward = 'Zoë "the" Ł\\ukasiewicz\n\ttab \u0001 ✓ 😀';

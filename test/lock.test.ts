@@ -1,23 +1,14 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import type { Client } from './helpers/client.js';
 
 const ADMIN_KEY = 'admin-key-for-tests-0123456789';
 const DAY = 86_400_000;
 
-let app: TestApp; // ADMIN_API_KEY set, TRIAL_DAYS=14, mail configured
-let plain: TestApp; // nothing set
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
-test.before(async () => {
-  smtp = await startSmtp();
-  [app, plain] = await Promise.all([startApp({ ADMIN_API_KEY: ADMIN_KEY, TRIAL_DAYS: '14', SMTP_URL: smtp.url }), startApp()]);
-});
-test.after.always(async () => {
-  await Promise.all([app?.close(), plain?.close()]);
-  await smtp?.close();
-});
+const { app, smtp } = useApp(test, { env: { ADMIN_API_KEY: ADMIN_KEY, TRIAL_DAYS: '14' }, smtp: true }); // mail configured
+const { app: plain } = useApp(test); // nothing set
 
 const admin = { headers: { 'x-admin-key': ADMIN_KEY } };
 const patch = (id: number | string, body: unknown, method: 'PATCH' | 'PUT' = 'PATCH') =>

@@ -1,14 +1,8 @@
 import test from 'ava';
-import { startApp, type TestApp } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { usingPostgres } from './helpers/database.js';
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app } = useApp(test);
 
 /**
  * The embedded database runs in its own thread (src/db/pglite-thread.ts): while one query runs, the server

@@ -4,7 +4,8 @@ import test from 'ava';
 import { PGlite } from '@electric-sql/pglite';
 import { openPglite, openPostgres } from '../src/db/database.js';
 import { migrateLatest, migrationStatus } from '../src/db/migrations.js';
-import { startApp, type TestApp } from './helpers/app.js';
+import { startApp } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { Client } from './helpers/client.js';
 import { freePort, migrationNames, newDataDir, postgresTest, runCli, scratchPostgres, startServe, usingPostgres } from './helpers/cli.js';
 
@@ -112,14 +113,8 @@ postgresTest('PostgreSQL: quoting serve refuses to start while migrations are pe
 // ---------------------------------------------------------------------------------------------
 // POST /api/v1/migrate
 
-let disabled: TestApp;
-let enabled: TestApp;
-test.before(async () => {
-  [enabled, disabled] = await Promise.all([startApp({ MIGRATE_TOKEN: 'tok-s3cret' }), startApp({ MIGRATE_TOKEN: '' })]);
-});
-test.after.always(async () => {
-  await Promise.all([enabled?.close(), disabled?.close()]);
-});
+const { app: enabled } = useApp(test, { env: { MIGRATE_TOKEN: 'tok-s3cret' } });
+const { app: disabled } = useApp(test, { env: { MIGRATE_TOKEN: '' } });
 
 test('POST /api/v1/migrate is 403 when MIGRATE_TOKEN is unset, whatever the token', async (t) => {
   for (const headers of [{}, { 'x-migrate-token': 'tok-s3cret' }, { 'x-migrate-token': '' }] as Record<string, string>[]) {

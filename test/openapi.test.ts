@@ -1,13 +1,9 @@
 import test from 'ava';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { startApp, type TestApp } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { buildApi } from '../src/http/app.js';
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(() => app?.close());
+const { app } = useApp(test);
 
 test('GET /api/v1/openapi.json is a valid OpenAPI 3.1 document, served without auth', async (t) => {
   const res = await app.client().get('/api/v1/openapi.json');

@@ -1,22 +1,13 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import type { Client } from './helpers/client.js';
 
-let app: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
-let owner: Owner;
+const { app, smtp, owner } = useOwnerApp(test, { workspace: 'Orders', smtp: true });
 let mia: Member;
 test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ SMTP_URL: smtp.url });
-  owner = await signUpOwner(app, 'Orders');
   mia = await inviteMember(app, smtp, owner);
-});
-test.after.always(async () => {
-  await app?.close();
-  await smtp?.close();
 });
 
 const money = /^\d+\.\d{2}$/;

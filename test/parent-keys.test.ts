@@ -1,5 +1,6 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
+import { signUpOwner, uniqueEmail } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { ok } from './helpers/client.js';
 import { refusal } from './helpers/database.js';
 
@@ -7,13 +8,7 @@ import { refusal } from './helpers/database.js';
 // 20261126220000_parent_keys_with_workspace): the database refuses a row whose parent belongs to another workspace,
 // and a parent's deletion still takes its rows.
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app } = useApp(test);
 
 test("a line, an item or a variant naming another workspace's quote, order or product is refused; its own are taken", async (t) => {
   const mine = await signUpOwner(app, 'Mine');

@@ -1,15 +1,10 @@
 import test from 'ava';
-import { startApp, signUpOwner, type TestApp } from './helpers/app.js';
+import { signUpOwner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { Client } from './helpers/client.js';
 import { freePort, migratedBackend, runCli, startServe } from './helpers/cli.js';
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app } = useApp(test);
 
 async function signIn(email: string, password: string): Promise<Client> {
   const client = app.client();

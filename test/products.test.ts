@@ -1,16 +1,11 @@
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, type Owner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { usingPostgres } from './helpers/database.js';
 import { testWhen } from './helpers/skip.js';
 import { skuConflict } from '../src/products/service.js';
 
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app);
-});
-test.after.always(() => app?.close());
+const { app, owner } = useOwnerApp(test);
 
 let counter = 0;
 /** A SKU no other test uses. */

@@ -1,26 +1,16 @@
 import { createHash } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { escapeHtml, Html, renderHtml as renderTemplate } from '../src/templates.js';
-
-let app: TestApp;
-let owner: Owner;
-/** The same app with payments configured: the Pay form appears on accepted quotes. */
-let paying: TestApp;
-let payingOwner: Owner;
 
 const hostileWorkspace = `Acme <img src=x onerror=alert(1)> & "Sons"`;
 const hostileName = `<script>alert("name")</script>`;
 const hostileNotes = `Line one\n</p><script>alert('notes')</script>\n"'><svg onload=alert(2)>`;
 
-test.before(async () => {
-  [app, paying] = await Promise.all([startApp(), startApp({ STRIPE_SECRET_KEY: 'sk_test_page', STRIPE_API_BASE: 'http://127.0.0.1:9' })]);
-  [owner, payingOwner] = await Promise.all([signUpOwner(app, hostileWorkspace), signUpOwner(paying, 'Payco')]);
-});
-test.after.always(async () => {
-  await app?.close();
-  await paying?.close();
-});
+const { app, owner } = useOwnerApp(test, { workspace: hostileWorkspace });
+/** The same app with payments configured: the Pay form appears on accepted quotes. */
+const { app: paying, owner: payingOwner } = useOwnerApp(test, { env: { STRIPE_SECRET_KEY: 'sk_test_page', STRIPE_API_BASE: 'http://127.0.0.1:9' }, workspace: 'Payco' });
 
 interface QuoteOptions {
   name?: string;

@@ -1,24 +1,15 @@
 import test, { type ExecutionContext } from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { startApp, signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import { postgresTest } from './helpers/cli.js';
 import type { Client, RequestOptions } from './helpers/client.js';
 
-let app: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
-let owner: Owner;
+const { app, smtp, owner } = useOwnerApp(test, { workspace: 'Quotes', smtp: true });
 let mia: Member;
 test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ SMTP_URL: smtp.url });
-  owner = await signUpOwner(app, 'Quotes');
   mia = await inviteMember(app, smtp, owner);
   await product(owner, 'Q');
-});
-test.after.always(async () => {
-  await app?.close();
-  await smtp?.close();
 });
 
 const year = new Date().getUTCFullYear();

@@ -1,20 +1,15 @@
 import test from 'ava';
 import type { Knex } from 'knex';
 import { migratorConfig } from '../src/db/migrations.js';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { ok } from './helpers/client.js';
 import { freshDatabase, refusal } from './helpers/database.js';
 
 // References to the rows the API deletes name them with their workspace, and an index answers the query PostgreSQL
 // runs on the referencing table when such a row is deleted (migration 20261127030000_references_with_workspace).
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app } = useApp(test);
 
 /** Tables whose rows the API deletes (a workspace's own rows, so every reference to them names the workspace). */
 const DELETED_BY_THE_API = ['customers', 'channels', 'quotes', 'orders', 'products', 'variants'];

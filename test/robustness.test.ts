@@ -1,8 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import type { Knex } from 'knex';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import type { RequestOptions } from './helpers/client.js';
 import { quoteStatuses, type QuoteStatus } from '../src/quotes/schema.js';
 import { orderStatuses } from '../src/orders/schema.js';
@@ -40,9 +39,7 @@ interface Target<S = undefined> {
   example?: RequestOptions;
 }
 
-let app: TestApp;
-let owner: Owner;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
+const { app, owner } = useOwnerApp(test, { smtp: true });
 const ids: Record<string, number> = {};
 
 const tenantTables = [
@@ -100,9 +97,6 @@ async function inconsistencies(): Promise<string[]> {
 }
 
 test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ SMTP_URL: smtp.url });
-  owner = await signUpOwner(app);
   const customer = await owner.client.post('/api/v1/customers', { email: 'seed@example.com', name: 'Seed' });
   ids.customer = customer.body.data.customer.id;
   const product = await owner.client.post('/api/v1/products', { sku: 'SEED', name: 'Seed', variants: [{ sku: 'SEED-1', price: '1.00' }] });
@@ -126,10 +120,6 @@ test.before(async () => {
   );
   if (order.status !== 201) throw new Error(`seed order: ${order.status} ${order.text}`);
   ids.order = order.body.data.order.id;
-});
-test.after.always(async () => {
-  await app?.close();
-  await smtp?.close();
 });
 
 const secretKey = () => ({ authorization: `Bearer ${owner.keys.secret_key}` });

@@ -1,18 +1,12 @@
 import test from 'ava';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { format, totals, units } from './helpers/decimal.js';
 
 // Money arithmetic of quotes and orders against an independent BigInt computation (helpers/decimal.ts):
 // random lines, with halfway cases made common, must give the same line totals, subtotal, tax and total.
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app, 'Rounding');
-});
-test.after.always(() => app?.close());
+const { app, owner } = useOwnerApp(test, { workspace: 'Rounding' });
 
 const RUNS = 40;
 

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
+import { startApp, signUpOwner, uniqueEmail } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import type { Client, Response } from './helpers/client.js';
 import { createSession, resolveSession } from '../src/auth/sessions.js';
 import { SessionCache } from '../src/auth/session-cache.js';
@@ -7,11 +8,7 @@ import { sha256 } from '../src/auth/crypto.js';
 
 const PASSWORD = 'a good long password';
 
-let app: TestApp;
-test.before(async () => {
-  app = await startApp();
-});
-test.after.always(() => app?.close());
+const { app } = useApp(test);
 
 function sessionCookie(res: Response): string | undefined {
   return res.headers.getSetCookie().find((c) => c.startsWith('quoting_session='));

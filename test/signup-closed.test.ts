@@ -1,21 +1,12 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { startApp, signUpOwner, uniqueEmail } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { tokenFromMail } from './helpers/members.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createUser } from '../src/auth/service.js';
 import { createWorkspace } from '../src/workspaces/service.js';
 
-let closed: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
-test.before(async () => {
-  smtp = await startSmtp();
-  closed = await startApp({ SIGNUP: 'closed', SMTP_URL: smtp.url });
-});
-test.after.always(async () => {
-  await closed?.close();
-  await smtp?.close();
-});
+const { app: closed, smtp } = useApp(test, { env: { SIGNUP: 'closed' }, smtp: true });
 
 const PASSWORD = 'correct horse battery';
 

@@ -1,16 +1,9 @@
 import test from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { uniqueEmail } from './helpers/app.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { Client } from './helpers/client.js';
 
-let app: TestApp;
-let owner: Owner;
-test.before(async () => {
-  app = await startApp();
-  owner = await signUpOwner(app);
-});
-test.after.always(async () => {
-  await app?.close();
-});
+const { app, owner } = useOwnerApp(test);
 
 // Line breaks (CR, LF, NEL, U+2028), tabs and other control characters, inside the value (edges are trimmed).
 const hostile = ['Evil\r\nBcc: victim@example.com', 'Two\nLines', 'Tab\there', 'Nel\u0085line', 'Sep\u2028arator', 'Bell\u0007', 'Esc\u001b[31m', 'Del\u007f'];

@@ -1,18 +1,11 @@
 import vm from 'node:vm';
 import test from 'ava';
-import { startApp, signUpOwner, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, type Owner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 
 /** Rules of visitor tracking that a client relies on, each pinned on its own. */
 
-let app: TestApp;
-
-test.before(async () => {
-  app = await startApp();
-});
-
-test.after.always(async () => {
-  await app?.close();
-});
+const { app } = useApp(test);
 
 const pub = (owner: Owner) => ({ authorization: `Public ${owner.keys.public_key}` });
 

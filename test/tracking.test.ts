@@ -2,25 +2,16 @@ import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import test from 'ava';
 import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
-import { startSmtp } from './helpers/smtp.js';
+import { useOwnerApp } from './helpers/fixture.js';
 import { inviteMember, type Member } from './helpers/members.js';
 import { buildApi } from '../src/http/app.js';
 import { purgeExpiredTracking } from '../src/tracking/retention.js';
 import { sha256 } from '../src/auth/crypto.js';
 
-let app: TestApp;
-let owner: Owner;
+const { app, smtp, owner } = useOwnerApp(test, { workspace: 'Tracking Shop', smtp: true });
 let mia: Member;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
 test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ SMTP_URL: smtp.url });
-  owner = await signUpOwner(app, 'Tracking Shop');
   mia = await inviteMember(app, smtp, owner);
-});
-test.after.always(async () => {
-  await app?.close();
-  await smtp?.close();
 });
 
 const pub = (key = owner.keys.public_key) => ({ authorization: `Public ${key}` });

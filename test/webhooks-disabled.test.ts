@@ -1,14 +1,11 @@
 import test from 'ava';
-import { startApp, signUpOwner, type TestApp } from './helpers/app.js';
+import { signUpOwner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { startReceiver } from './helpers/receiver.js';
 import { DeliveryWorker, workerSettings } from '../src/webhooks/worker.js';
 
 // WEBHOOKS_ENABLED is read once per process, so this has a file of its own.
-let app: TestApp;
-test.before(async () => {
-  app = await startApp({ WEBHOOKS_ENABLED: '0', OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' });
-});
-test.after.always(() => app?.close());
+const { app } = useApp(test, { env: { WEBHOOKS_ENABLED: '0', OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' } });
 
 test('WEBHOOKS_ENABLED=0: subscriptions can be managed, but no event and no delivery is queued or sent', async (t) => {
   const receiver = await startReceiver();

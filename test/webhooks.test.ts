@@ -1,25 +1,18 @@
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
-import { startApp, signUpOwner, uniqueEmail, type Owner, type TestApp } from './helpers/app.js';
+import { signUpOwner, uniqueEmail, type Owner } from './helpers/app.js';
+import { useApp } from './helpers/fixture.js';
 import { startReceiver, verifySignature } from './helpers/receiver.js';
-import { startSmtp } from './helpers/smtp.js';
 import { inviteMember } from './helpers/members.js';
 import { DeliveryWorker, workerSettings } from '../src/webhooks/worker.js';
 
 // The worker drains every workspace's queue, so the tests run one at a time.
-let app: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
+const { app, smtp } = useApp(test, { env: { OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' }, smtp: true });
 let worker: DeliveryWorker;
-test.before(async () => {
-  smtp = await startSmtp();
-  app = await startApp({ OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8', SMTP_URL: smtp.url });
+test.before(() => {
   worker = new DeliveryWorker(app.db, workerSettings(app.config));
 });
-test.after.always(async () => {
-  worker?.close();
-  await app?.close();
-  await smtp?.close();
-});
+test.after.always(() => worker?.close());
 // Nothing one test queued is left for the next one's worker run.
 test.afterEach.always(async () => {
   await app.db('webhook_deliveries').whereIn('status', ['pending', 'failed']).update({ status: 'dead' });
