@@ -51,9 +51,13 @@ test('POST /auth/password validates its fields (422 naming them) and needs a ses
   t.is((await app.client().post('/api/v1/auth/login', { email: owner.email, password: owner.password })).status, 200);
 });
 
-test('the API document lists POST /auth/password', async (t) => {
-  const doc = await app.client().get('/api/v1/openapi.json');
-  t.truthy(doc.body.paths['/api/v1/auth/password']?.post);
+test('the API document says POST /auth/password needs a session and both passwords, the new one of 10 characters or more', async (t) => {
+  const op = (await app.client().get('/api/v1/openapi.json')).body.paths['/api/v1/auth/password'].post;
+  t.deepEqual(op.security, [{ session: [] }]);
+  const body = op.requestBody.content['application/json'].schema;
+  t.deepEqual(body.required, ['current_password', 'password']);
+  t.is(body.properties.password.minLength, 10);
+  t.deepEqual(['401', '422'].filter((status) => status in op.responses), ['401', '422']);
 });
 
 // The CLI, against a running server: on PostgreSQL the command runs on its own; on the embedded
