@@ -22,7 +22,7 @@ import type { Knex } from 'knex';
  *   `work_mem`, which came out in hash batches: every row of the list's page on a page of its own (50k products:
  *   `COPY` of the list 173 → 99 ms, the limit's table of the same texts 107).
  * The list and single reads (src/products/service.ts) read `list_json`; the tests' response-schema check and
- * test/lists.test.ts (a product in the list follows its variants: added, changed, deleted) hold it to the API.
+ * test/api/lists.test.ts (a product in the list follows its variants: added, changed, deleted) hold it to the API.
  * `api_json_head` (20261123200000), used only to build the text at read time, goes.
  *
  * A product's row, with both texts, passes 2 KB often enough (3 variants: ~2 KB) that PostgreSQL compressed 70% of

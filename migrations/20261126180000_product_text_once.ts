@@ -12,7 +12,7 @@ import type { Knex } from 'knex';
  *   of 20261123180000), the variants' part kept from the row (none for a new product);
  * - a variant statement (AFTER, `variants_product_list_json`): each product's head kept, its variants' part read
  *   afresh, the products locked and updated in id order as in 20261125120000.
- * The texts are byte for byte those of before (the response-schema check and test/lists.test.ts hold them to the
+ * The texts are byte for byte those of before (the response-schema check and test/api/lists.test.ts hold them to the
  * API). Every product row is rewritten once, without the dropped text.
  */
 

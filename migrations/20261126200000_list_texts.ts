@@ -17,7 +17,7 @@ import type { Knex } from 'knex';
  * - UPDATE: the changed rows' texts replaced (a row never changes its id or workspace; the join leaves the copy's text
  *   out of the hash, so a large statement's hash of (workspace_id, id) stays in memory and is not split in batches);
  * - DELETE: the removed rows' texts deleted (a workspace's deletion cascades here through the tables' own triggers).
- * The tests hold every copy to its table after each test file (test/helpers/app.ts), and test/list-texts.test.ts
+ * The tests hold every copy to its table after each test file (test/helpers/app.ts), and test/api/lists-follow-writes.test.ts
  * each trigger through the API.
  *
  * `toast_tuple_target` at the page's size, as for products (20261125120000): a text stays inline and uncompressed

@@ -1,0 +1,33 @@
+import test from 'ava';
+import { startApp, signUpOwner } from '../helpers/app.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { DeliveryWorker, workerSettings } from '../../src/webhooks/worker.js';
+
+test('an emitted event is delivered, signed, with the envelope and headers of the spec', async (t) => {
+  const app = await startApp({ OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' });
+  t.teardown(() => app.close());
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const owner = await signUpOwner(app);
+  const sub = await owner.client.post('/api/v1/webhooks', { url: `${receiver.url}/hook`, event_types: ['customer.*'] });
+  t.is(sub.status, 201);
+  receiver.secrets.push(sub.body.data.subscription.signing_secret);
+  const created = await owner.client.post('/api/v1/customers', { email: 'hook@example.com', name: 'Hook' });
+  const worker = new DeliveryWorker(app.db, workerSettings(app.config));
+  t.teardown(() => worker.close());
+  const summary = await worker.runOnce();
+  t.deepEqual(summary, { claimed: 1, succeeded: 1, failed: 0, dead: 0 });
+  const [got] = await receiver.waitFor(1);
+  t.deepEqual(got.verifiedWith, receiver.secrets);
+  t.is(got.headers['content-type'], 'application/json; charset=utf-8');
+  t.is(got.headers['user-agent'], 'Service-Webhooks/1');
+  t.is(got.headers['service-event'], 'customer.created');
+  t.is(got.headers['service-attempt'], '1');
+  t.is(got.headers['service-event-id'], got.body.id);
+  t.deepEqual(Object.keys(got.body), ['id', 'type', 'created', 'organization_id', 'data']);
+  t.is(got.body.organization_id, owner.workspace.id);
+  t.deepEqual(got.body.data, { customer: created.body.data.customer });
+  t.true(Number.isInteger(got.body.created));
+  const deliveries = await owner.client.get(`/api/v1/webhooks/${sub.body.data.subscription.id}/deliveries`);
+  t.is(deliveries.body.data.deliveries[0].status, 'succeeded');
+});
