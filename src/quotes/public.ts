@@ -40,6 +40,7 @@ export async function quoteByToken(db: Db, token: string, options: { events: boo
   const query = db('quotes as q')
     .join('workspaces as w', 'w.id', 'q.workspace_id')
     .where('q.public_token', token)
+    .comment('all workspaces: a public quote is found by its token, and gives its workspace')
     .first(db.raw(`${quoteJson()} as json`), 'w.id as workspace_id', 'w.name as workspace_name', 'w.status as workspace_status', 'w.trial_ends_at');
   if (options.forUpdate) query.forUpdate('q');
   const row = await query;
@@ -116,7 +117,7 @@ export async function quoteForPayment(
 ): Promise<{ id: number; workspaceId: number } | undefined> {
   const query = trx('quotes').forUpdate().first('id', 'workspace_id');
   const row: { id: number; workspace_id: number } | undefined =
-    ref.quoteId && ref.workspaceId ? await query.where({ id: ref.quoteId, workspace_id: ref.workspaceId }) : await query.where({ checkout_session_id: ref.checkoutSessionId });
+    ref.quoteId && ref.workspaceId ? await query.where({ id: ref.quoteId, workspace_id: ref.workspaceId }) : await query.where({ checkout_session_id: ref.checkoutSessionId }).comment('all workspaces: a payment without its ids is found by its checkout session');
   return row ? { id: row.id, workspaceId: row.workspace_id } : undefined;
 }
 
