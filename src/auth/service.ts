@@ -12,7 +12,7 @@ const RESET_MINUTES = 60;
 export const WELCOME_LINK_MINUTES = INVITE_DAYS * 24 * 60;
 
 async function assertEmailFree(db: Db, email: string): Promise<void> {
-  if (await db('users').where({ email }).first('id')) throw new Conflict('That email is already taken.');
+  if (await db('users').where({ email }).comment('all workspaces: an email is one account, whichever workspace holds it').first('id')) throw new Conflict('That email is already taken.');
 }
 
 export async function createUser(
@@ -56,7 +56,7 @@ export async function signUp(db: Db, input: NewAccount): Promise<{ user: User; w
 
 /** Checks the credentials; unknown email and wrong password give the same answer in the same time. */
 export async function checkCredentials(db: Db, email: string, password: string): Promise<{ user: User; workspace: Workspace | null }> {
-  const row = await db('users').where({ email }).first([...userColumns, 'password_hash']);
+  const row = await db('users').where({ email }).comment('all workspaces: signing in finds the account, and so its workspace, by email').first([...userColumns, 'password_hash']);
   const ok = await verifyPassword(row?.password_hash, password);
   if (!row || !ok) throw new Unauthorized('Invalid email or password.');
   const { password_hash: _omit, ...user } = row;
@@ -100,7 +100,7 @@ export async function createInvite(
 
 /** Spends an invite: creates the user in the invite's workspace. 410 when expired or used, 409 when the email is taken. */
 export async function acceptInvite(db: Db, input: { token: string; name: string; password: string }): Promise<User> {
-  const invite = await db('invites').where({ token_hash: sha256(input.token) }).forUpdate().first(inviteColumns);
+  const invite = await db('invites').where({ token_hash: sha256(input.token) }).comment('all workspaces: an invite is found by its token, and gives its workspace').forUpdate().first(inviteColumns);
   if (!invite) throw new NotFound('Invite not found.');
   if (invite.accepted_at) throw new Gone('This invite has already been used.');
   if (invite.expires_at.getTime() <= Date.now()) throw new Gone('This invite has expired.');
@@ -111,13 +111,13 @@ export async function acceptInvite(db: Db, input: { token: string; name: string;
     workspaceId: invite.workspace_id,
     role: invite.role,
   });
-  await db('invites').where({ id: invite.id }).update({ accepted_at: db.fn.now() });
+  await db('invites').where({ id: invite.id, workspace_id: invite.workspace_id }).update({ accepted_at: db.fn.now() });
   return user;
 }
 
 /** Creates a reset token for the account with that email (valid `minutes`), or returns null when there is none. */
 export async function createPasswordReset(db: Db, email: string, minutes = RESET_MINUTES): Promise<{ user: User; token: string; expiresAt: Date } | null> {
-  const user = (await db('users').where({ email }).first(userColumns)) as User | undefined;
+  const user = (await db('users').where({ email }).comment('all workspaces: a reset link is asked for by email').first(userColumns)) as User | undefined;
   if (!user) return null;
   const token = randomToken(32);
   const expiresAt = new Date(Date.now() + minutes * 60_000);
@@ -131,7 +131,7 @@ export async function confirmPasswordReset(db: Db, token: string, password: stri
   if (!reset) throw new NotFound('Reset link not found.');
   if (reset.used_at) throw new Gone('This reset link has already been used.');
   if (reset.expires_at.getTime() <= Date.now()) throw new Gone('This reset link has expired.');
-  await db('users').where({ id: reset.user_id }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
+  await db('users').where({ id: reset.user_id }).queryContext({ allWorkspaces: 'the account of a reset link' }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
   // Spends this link and every other outstanding one of the user: an older mail must not reset the new password.
   await db('password_resets').where({ user_id: reset.user_id }).whereNull('used_at').update({ used_at: db.fn.now() });
   await deleteUserSessions(db, reset.user_id);
@@ -143,19 +143,19 @@ export async function confirmPasswordReset(db: Db, token: string, password: stri
  * Every other session of the user is revoked; the one making the change stays.
  */
 export async function changePassword(db: Db, input: { userId: number; sessionId: number; currentPassword: string; password: string }): Promise<void> {
-  const row = await db('users').where({ id: input.userId }).forUpdate().first('password_hash');
+  const row = await db('users').where({ id: input.userId }).comment('all workspaces: the signed-in account itself').forUpdate().first('password_hash');
   if (!row || !(await verifyPassword(row.password_hash, input.currentPassword))) {
     throw new Validation('current_password', 'current_password: is not your current password.');
   }
-  await db('users').where({ id: input.userId }).update({ password_hash: await hashPassword(input.password), updated_at: db.fn.now() });
+  await db('users').where({ id: input.userId }).queryContext({ allWorkspaces: 'the signed-in account itself' }).update({ password_hash: await hashPassword(input.password), updated_at: db.fn.now() });
   await db('sessions').where({ user_id: input.userId }).whereNot({ id: input.sessionId }).delete();
   await authChanged(db, { userId: input.userId });
 }
 
 /** An operator sets a user's password (the CLI): every session of the user is revoked. */
 export async function setPassword(db: Db, email: string, password: string): Promise<void> {
-  const user = await db('users').where({ email }).forUpdate().first('id');
+  const user = await db('users').where({ email }).comment('all workspaces: the operator names the account by email').forUpdate().first('id');
   if (!user) throw new NotFound(`no user with email ${email}`);
-  await db('users').where({ id: user.id }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
+  await db('users').where({ id: user.id }).queryContext({ allWorkspaces: 'the account the operator named' }).update({ password_hash: await hashPassword(password), updated_at: db.fn.now() });
   await deleteUserSessions(db, user.id);
 }

@@ -36,6 +36,7 @@ export async function resolveSession(db: Db, token: string | undefined, cache?: 
 
 /** One statement through the unique token_hash index for a batch of tokens, prepared once per connection (every batch of cache misses runs it). */
 const sessionsByTokenHash = preparedQuery<SessionRow>('quoting_sessions_by_token_hashes', `
+  /* all workspaces: a session is found by its token, and gives its workspace */
   select s.token_hash, s.id as session_id, s.expires_at,
          u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
          w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.created_at as ws_created_at, w.updated_at as ws_updated_at

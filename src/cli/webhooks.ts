@@ -92,7 +92,7 @@ function summaryLine({ claimed, succeeded, failed, dead }: RunSummary, reasons: 
  */
 async function failureReasons(knex: Knex, since: Date): Promise<{ reason: string; n: number }[]> {
   const { rows } = await knex.raw(
-    `select coalesce(last_error, 'HTTP ' || last_status_code) as reason, count(*)::int as n from webhook_deliveries
+    `/* all workspaces: the worker's run, which spans them */ select coalesce(last_error, 'HTTP ' || last_status_code) as reason, count(*)::int as n from webhook_deliveries
      where ((status = 'failed' and next_attempt_at >= ?) or status = 'dead') and last_attempt_at >= ?
      group by 1 order by 2 desc, 1 limit 3`,
     [since, since],

@@ -5,6 +5,7 @@ import { log } from '../log.js';
 import { controlSocketPath } from './control-socket.js';
 import { makeDataDirPrivate, privateUmask, tightenModes } from './data-dir.js';
 import { startPgliteThread } from './pglite-thread.js';
+import { guardTenancy } from './tenancy.js';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -79,6 +80,7 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     acquireConnectionTimeout: 10_000,
     log: knexLog,
   });
+  guardTenancy(knex);
   return { knex, kind: 'postgres', listen: (channel, onMessage, onState) => listenPostgres(connectionString, channel, onMessage, onState), close: () => knex.destroy() };
 }
 
@@ -127,6 +129,7 @@ interface ClosablePglite {
 export async function openPglite(pglite: ClosablePglite, onClose: () => void = () => {}): Promise<Database> {
   const { default: ClientPgLite } = await import('knex-pglite');
   const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: () => ({ pglite }) as object, log: knexLog });
+  guardTenancy(knex);
   return {
     knex,
     kind: 'pglite',

@@ -3,6 +3,7 @@ import type { Db } from './database.js';
 import { scoped } from './scoped.js';
 import { copyRows, inlineSql, type LentText } from './copy-out.js';
 import { giveBackBytes } from './pglite-thread.js';
+import { assertTenancy } from './tenancy.js';
 
 /** Rows per page when a list is streamed from PostgreSQL. */
 export const PAGE_ROWS = 5000;
@@ -74,7 +75,9 @@ export function textPages(db: Db, texts: string, workspaceId: number): AsyncGene
 
 /** The page through COPY, in one round trip: its rows (id, text) in order, joined by copy-out.ts as they arrive. */
 async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: LentText; n: number; lastId: number }> {
-  const sql = `set local enable_bitmapscan = off; copy (${inlineSql(query.toSQL().toNative())}) to stdout (format binary)`;
+  const native = query.toSQL().toNative();
+  assertTenancy(native.sql); // sent around knex, so around its check too; its text before the values are written in
+  const sql = `set local enable_bitmapscan = off; copy (${inlineSql(native)}) to stdout (format binary)`;
   const connection = await db.client.acquireConnection();
   try {
     return await copyRows(connection, sql);

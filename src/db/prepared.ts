@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
+import { assertTenancy } from './tenancy.js';
 
 /** Values of a prepared statement: by the names its text uses (`:name`), or in the order of its `?`, as knex's bindings. */
 export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];
@@ -38,6 +39,7 @@ export function preparedQuery<Row>(name: string, sql: string): (db: Db, values: 
  * each value standing for its own key.
  */
 function compile(db: Db, sql: string, values: PreparedValues): { text: string; order: (string | number)[] } {
+  assertTenancy(sql); // sent around knex, so around its check too
   const keys = Array.isArray(values) ? values.map((_, i) => i) : Object.fromEntries(Object.keys(values).map((key) => [key, key]));
   const native = db.raw(sql, keys as Knex.RawBinding).toSQL().toNative();
   return { text: native.sql, order: native.bindings as (string | number)[] };

@@ -27,7 +27,7 @@ export function backupKind(file: string): BackupKind {
 export async function holdsData(knex: Knex): Promise<boolean> {
   const { rows } = await knex.raw(`select to_regclass('public.users') is not null and to_regclass('public.workspaces') is not null as has_tables`);
   if (!rows[0].has_tables) return false;
-  const { rows: counts } = await knex.raw(`select exists(select 1 from users) or exists(select 1 from workspaces) as used`);
+  const { rows: counts } = await knex.raw(`/* all workspaces: whether the database holds any */ select exists(select 1 from users) or exists(select 1 from workspaces) as used`);
   return Boolean(counts[0].used);
 }
 

@@ -69,7 +69,7 @@ export async function quoteForPayment(
 ): Promise<{ id: number; workspaceId: number } | undefined> {
   const query = trx('quotes').forUpdate().first('id', 'workspace_id');
   const row: { id: number; workspace_id: number } | undefined =
-    ref.quoteId && ref.workspaceId ? await query.where({ id: ref.quoteId, workspace_id: ref.workspaceId }) : await query.where({ checkout_session_id: ref.checkoutSessionId });
+    ref.quoteId && ref.workspaceId ? await query.where({ id: ref.quoteId, workspace_id: ref.workspaceId }) : await query.where({ checkout_session_id: ref.checkoutSessionId }).comment('all workspaces: a payment without its ids is found by its checkout session');
   return row ? { id: row.id, workspaceId: row.workspace_id } : undefined;
 }
 

@@ -40,6 +40,7 @@ export async function quoteByToken(db: Db, token: string, options: { events: boo
   const query = db('quotes as q')
     .join('workspaces as w', 'w.id', 'q.workspace_id')
     .where('q.public_token', token)
+    .comment('all workspaces: a public quote is found by its token, and gives its workspace')
     .first(db.raw(`${quoteJson()} as json`), 'w.id as workspace_id', 'w.name as workspace_name', 'w.status as workspace_status', 'w.trial_ends_at');
   if (options.forUpdate) query.forUpdate('q');
   const row = await query;

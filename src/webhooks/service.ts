@@ -122,6 +122,7 @@ export async function resendDeliveries(
     .whereExists((sub) => sub.select(db.raw('1')).from('webhook_subscriptions as s').whereRaw('s.id = d.subscription_id and s.workspace_id = d.workspace_id and s.active'))
     .where((q) => q.whereNull('d.lease_expires_at').orWhere('d.lease_expires_at', '<', db.fn.now()));
   if (filter.workspaceId !== undefined) query.where('d.workspace_id', filter.workspaceId);
+  else query.queryContext({ allWorkspaces: 'the operator resends across workspaces' });
   if (filter.ids) query.whereIn('d.id', filter.ids);
   if (filter.status) query.where('d.status', filter.status);
   if (filter.since) query.where('d.created_at', '>=', filter.since);
@@ -137,7 +138,7 @@ export async function resendDelivery(db: Db, access: Access, id: number): Promis
   const delivery = await getDelivery(db, access, id);
   const [requeued] = await resendDeliveries(db, { workspaceId: access.workspaceId, ids: [id] });
   if (!requeued) {
-    const leased = await db('webhook_deliveries').where({ id }).where('lease_expires_at', '>=', db.fn.now()).first('id');
+    const leased = await scoped(db, 'webhook_deliveries', access.workspaceId).where({ id }).where('lease_expires_at', '>=', db.fn.now()).first('id');
     throw new Conflict(
       leased
         ? `Delivery ${delivery.id} is being attempted right now; resend it once the attempt is over.`

@@ -101,6 +101,7 @@ const emptySummary = (): RunSummary => ({ claimed: 0, succeeded: 0, failed: 0, d
  * scan of every delivery ever made, a cost that grows with the history.
  */
 const claimDue = preparedQuery<Record<string, unknown>>('quoting_claim_deliveries', `
+  /* all workspaces: one queue of deliveries for every workspace */
   update webhook_deliveries d set
     claim_token = :token, lease_expires_at = now() + make_interval(secs => :leaseSeconds), attempts = d.attempts + 1,
     last_error = case when d.lease_expires_at is not null
@@ -120,6 +121,7 @@ const claimDue = preparedQuery<Record<string, unknown>>('quoting_claim_deliverie
  * planner may hash it against a scan of every delivery ever made (so may lease renewals and give-backs).
  */
 const recordOutcomes = preparedQuery('quoting_record_delivery_outcomes', `
+  /* all workspaces: the outcomes of a claim, which spans them */
   update webhook_deliveries d set status = o.status, last_status_code = o.code, last_error = o.error, response_body = o.body,
     last_attempt_at = to_timestamp(o.at / 1000), next_attempt_at = case when o.status = 'failed' then to_timestamp(o.at / 1000) + make_interval(secs => o.delay) else d.next_attempt_at end,
     delivered_at = case when o.status = 'succeeded' then to_timestamp(o.at / 1000) else d.delivered_at end,
@@ -131,7 +133,7 @@ const recordOutcomes = preparedQuery('quoting_record_delivery_outcomes', `
  * The held rows of a renewal or a give-back, each only while still under the claim that took it (bindings:
  * `underClaim(rows)`); named by id as well, so they are found through the primary key (see recordOutcomes).
  */
-const UNDER_CLAIM = `from json_to_recordset(?::json) as h(id int, token text) where d.id = any(?::int[]) and d.id = h.id and d.claim_token = h.token`;
+const UNDER_CLAIM = `/* all workspaces: rows of a claim, which spans them */ from json_to_recordset(?::json) as h(id int, token text) where d.id = any(?::int[]) and d.id = h.id and d.claim_token = h.token`;
 const underClaim = (rows: Claimed[]) => [JSON.stringify(rows.map((r) => ({ id: r.id, token: r.lease.token }))), rows.map((r) => r.id)];
 
 /**
@@ -283,13 +285,13 @@ export class DeliveryWorker {
    */
   async housekeep(): Promise<void> {
     await this.db.raw(
-      `update webhook_deliveries set status = 'dead', claim_token = null, lease_expires_at = null, updated_at = now(),
+      `/* all workspaces: housekeeping of the one queue */ update webhook_deliveries set status = 'dead', claim_token = null, lease_expires_at = null, updated_at = now(),
          last_error = 'Attempt ' || attempts || ' was interrupted: the worker stopped before recording its outcome.'
        where status in ('pending', 'failed') and attempts >= ? and lease_expires_at < now()`,
       [this.settings.maxAttempts],
     );
     await this.db.raw(
-      `update webhook_deliveries d set status = 'dead', claim_token = null, lease_expires_at = null, updated_at = now(),
+      `/* all workspaces: housekeeping of the one queue */ update webhook_deliveries d set status = 'dead', claim_token = null, lease_expires_at = null, updated_at = now(),
          last_error = 'The subscription was paused or deleted.'
        where d.status in ('pending', 'failed') and d.next_attempt_at <= now()
          and not exists (select 1 from webhook_subscriptions s where s.id = d.subscription_id and s.active)`,

@@ -41,7 +41,7 @@ export async function createWorkspace(
   db: Db,
   input: { name: string; slug?: string; ownerId: number; trialDays?: number },
 ): Promise<{ workspace: Workspace; keys: KeyPair }> {
-  const owner = await db('users').where({ id: input.ownerId }).forUpdate().first('workspace_id');
+  const owner = await db('users').where({ id: input.ownerId }).comment('all workspaces: the owner-to-be has none yet').forUpdate().first('workspace_id');
   if (owner?.workspace_id) throw new Conflict('You already have a workspace.');
   // Slugs are chosen by looking at the taken ones, so concurrent creations queue here until the
   // chooser commits; otherwise two workspaces named alike would race for the same slug (a 409).
@@ -64,7 +64,7 @@ export async function createWorkspace(
       secret_key_hash: sha256(keys.secret_key),
     })
     .returning(workspaceColumns)) as Workspace[];
-  await db('users').where({ id: input.ownerId }).update({ workspace_id: workspace.id, role: 'owner', updated_at: db.fn.now() });
+  await db('users').where({ id: input.ownerId }).queryContext({ allWorkspaces: 'the owner joins the new workspace' }).update({ workspace_id: workspace.id, role: 'owner', updated_at: db.fn.now() });
   await authChanged(db, { userId: input.ownerId }); // the owner's sessions now have a workspace
   return { workspace, keys };
 }
@@ -110,7 +110,8 @@ export async function listWorkspaces(db: Db): Promise<WorkspaceSummary[]> {
       db.raw('(select count(*)::int from users u where u.workspace_id = w.id) as users'),
       db.raw(`(select u.email from users u where u.workspace_id = w.id and u.role = 'owner' order by u.id limit 1) as owner_email`),
     )
-    .orderBy('w.id')) as WorkspaceSummary[];
+    .orderBy('w.id')
+    .comment('all workspaces: the operator lists them')) as WorkspaceSummary[];
 }
 
 export async function updateWorkspaceStatus(

@@ -4,7 +4,7 @@ import { migratorConfig } from '../../src/db/migrations.js';
 import { signUpOwner, uniqueEmail, type Owner } from '../helpers/app.js';
 import { useApp } from '../helpers/fixture.js';
 import { ok } from '../helpers/client.js';
-import { freshDatabase, refusal } from '../helpers/database.js';
+import { acrossWorkspaces, freshDatabase, refusal } from '../helpers/database.js';
 
 // References to the rows the API deletes name them with their workspace, and an index answers the query PostgreSQL
 // runs on the referencing table when such a row is deleted (migration 20261127030000_references_with_workspace).
@@ -123,7 +123,7 @@ test('deleting through the API: a variant leaves its lines without it, a channel
 test('the migration rolls back and forward with rows in place', async (t) => {
   const database = await freshDatabase();
   t.teardown(() => database.close());
-  const { knex } = database;
+  const knex = acrossWorkspaces(database.knex);
   const [, files] = (await knex.migrate.down(migratorConfig)) as [number, string[]];
   t.deepEqual(files.map((file) => file.replace(/^.*\//, '').replace(/\.js$/, '')), ['20261127030000_references_with_workspace']);
   const before = await references(knex);

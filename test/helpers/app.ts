@@ -10,12 +10,13 @@ import { followOwnAuthChanges, SessionCache } from '../../src/auth/session-cache
 import { Client } from './client.js';
 import { cookieProblems } from './cookies.js';
 import { PATIENCE_MS } from './patience.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { acrossWorkspaces, freshDatabase, type TestDatabase } from './database.js';
 
 setLogLevel((process.env.TEST_LOG_LEVEL as 'debug') ?? 'silent');
 
 export interface TestApp {
   url: string;
+  /** For the test's own statements, on rows of any workspace (see acrossWorkspaces); the app's is `database.knex`. */
   db: Knex;
   database: TestDatabase;
   config: Config;
@@ -77,7 +78,7 @@ export async function startApp(env: Record<string, string> = {}, database?: Test
   });
   return {
     url,
-    db: db.knex,
+    db: acrossWorkspaces(db.knex),
     database: db,
     config,
     sessionCache,
@@ -107,7 +108,7 @@ const LIST_TEXTS = [
  * writes were, `<table>: n` for each table that has rows without a text, texts without a row, or texts that differ.
  */
 export async function staleListTexts(db: Knex): Promise<string[]> {
-  const counts = LIST_TEXTS.map(([texts, table, text]) => `select '${table}' as "table", count(*)::int as n from ${table} r
+  const counts = LIST_TEXTS.map(([texts, table, text]) => `/* all workspaces: the test's check of every text */ select '${table}' as "table", count(*)::int as n from ${table} r
     full join ${texts} t on t.workspace_id = r.workspace_id and t.id = r.id where r.${text} is distinct from t.json`);
   const { rows } = await db.raw(counts.join(' union all '));
   return rows.filter((r: { n: number }) => r.n > 0).map((r: { table: string; n: number }) => `${r.table}: ${r.n}`);

@@ -123,3 +123,27 @@ export async function refusal(knex: Knex, sql: string, bindings: unknown[]): Pro
     return { code, constraint };
   }
 }
+
+/**
+ * `knex` for a test's own statements: each may read or set up rows of any workspace (the mark of src/db/tenancy.ts,
+ * as a query context, on every statement it builds). The app keeps the knex it was given, checked.
+ */
+export function acrossWorkspaces(knex: Knex): Knex {
+  const context = { allWorkspaces: 'a test reads and sets up rows of any workspace' };
+  const mark = <T>(query: T): T => (query as { queryContext(context: object): T }).queryContext(context);
+  return new Proxy(knex, {
+    apply: (target, self, args) => mark(Reflect.apply(target, self, args)),
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (property === 'raw') return (...args: Parameters<Knex['raw']>) => mark(target.raw(...args));
+      if (property === 'transaction') {
+        return (...args: unknown[]) => {
+          const [callback] = args;
+          if (typeof callback === 'function') return target.transaction((trx) => callback(acrossWorkspaces(trx)), ...(args.slice(1) as []));
+          return (target.transaction as (...a: unknown[]) => Promise<Knex.Transaction>)(...args).then((trx) => acrossWorkspaces(trx));
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

@@ -12,6 +12,7 @@ import { openDatabase, openPostgres } from '../../src/db/database.js';
 import { WEBHOOK_CHANNEL } from '../../src/events/outbox.js';
 import { DeliveryWorker, workerSettings } from '../../src/webhooks/worker.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
+import { acrossWorkspaces } from '../helpers/database.js';
 
 const ALLOW_LOOPBACK = { OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' };
 const SUMMARY = /^Attempted (\d+) deliver(?:y|ies): (\d+) succeeded, (\d+) failed \(will retry\), (\d+) dead\.(?: Failures: .+\.)?$/m;
@@ -449,7 +450,7 @@ async function resendBackend(t: ExecutionContext, receiver: Receiver) {
     rows: async () => {
       const database = await openDatabase({ dataDir });
       try {
-        return await database.knex('webhook_deliveries').orderBy('id').select('*');
+        return await acrossWorkspaces(database.knex)('webhook_deliveries').orderBy('id').select('*');
       } finally {
         await database.close();
       }

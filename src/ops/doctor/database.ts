@@ -80,7 +80,7 @@ export const webhookBacklog: Check = {
     if (!access.ok) return warn('not checked: the database could not be opened', 'see the Database check');
     if (access.pending.length) return warn('not checked: migrations are pending', "run 'quoting migrate'");
     const { rows } = await access.database.knex.raw(
-      `select count(*)::int as due, extract(epoch from now() - min(next_attempt_at))::float8 as age
+      `/* all workspaces: the queue's health, which spans them */ select count(*)::int as due, extract(epoch from now() - min(next_attempt_at))::float8 as age
        from webhook_deliveries where status in ('pending', 'failed') and next_attempt_at <= now()`,
     );
     const due = rows[0].due as number;
