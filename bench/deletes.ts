@@ -73,7 +73,7 @@ async function ownWorkspace(server: ChildServer): Promise<Own> {
 
 /** The other workspace's rows: `rows` of each list, a line per quote naming a variant, a visitor per customer. */
 async function crowd(knex: Knex, email: string): Promise<void> {
-  const ws: number = (await knex.raw('select workspace_id from users where email = ?', [email])).rows[0].workspace_id;
+  const ws: number = (await knex.raw('/* all workspaces: the bench reads its own rows */ select workspace_id from users where email = ?', [email])).rows[0].workspace_id;
   await seedCustomers(knex, ws, 1, rows, false);
   await seedProducts(knex, ws, 1, rows, false);
   await seedQuotes(knex, ws, 1, rows, 2025, false);

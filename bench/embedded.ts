@@ -50,7 +50,7 @@ async function seed(knex: Knex, workspaceId: number, from: number, to: number): 
 /** Grows the workspace of `email` in `dataDir` to `to` rows of each list; no server may hold it meanwhile. */
 async function grow(dataDir: string, email: string, from: number, to: number): Promise<void> {
   await withDataDir(dataDir, async (database) => {
-    const { rows: found } = await database.knex.raw('select workspace_id from users where email = ?', [email]);
+    const { rows: found } = await database.knex.raw('/* all workspaces: the bench reads its own rows */ select workspace_id from users where email = ?', [email]);
     const started = performance.now();
     await seed(database.knex, found[0].workspace_id, from, to);
     note(`seeded ${dataDir} to ${to} of each in ${((performance.now() - started) / 1000).toFixed(1)} s`);
