@@ -47,7 +47,7 @@ export async function restoreEmbeddedIntoPostgres(file: string, databaseUrl: str
     const copied = source;
     let rows = 0;
     await target.knex.transaction(async (trx) => {
-      if (options.force) await trx.raw(`truncate table ${tables.map(quoted).join(', ')} restart identity cascade`);
+      if (options.force) await trx.raw(`/* all workspaces: the move empties the target whole */ truncate table ${tables.map(quoted).join(', ')} restart identity cascade`);
       for (const table of tables) {
         await trx.raw(`alter table ${quoted(table)} disable trigger user`);
         rows += await copyTable(copied.knex, trx, table);
@@ -135,7 +135,7 @@ async function copyTable(source: Knex, target: Knex.Transaction, table: string):
   let count = 0;
   for (;;) {
     const { rows } = await source.raw(
-      `select ctid::text as at, row_to_json(t)::text as row from ${quoted(table)} t where ctid > ?::tid order by ctid limit ${BATCH}`,
+      `/* all workspaces: the move copies every row */ select ctid::text as at, row_to_json(t)::text as row from ${quoted(table)} t where ctid > ?::tid order by ctid limit ${BATCH}`,
       [after],
     );
     if (rows.length === 0) return count;
