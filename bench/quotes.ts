@@ -25,7 +25,7 @@ import pg from 'pg';
 import type { Knex } from 'knex';
 import { openPglite, openPostgres, type Database } from '../src/db/database.js';
 import { Principal } from '../src/http/principal.js';
-import type { Workspace } from '../src/workspaces/model.js';
+import type { Workspace } from '../src/accounts.js';
 import { eventId } from '../src/events/outbox.js';
 import { createQuoteBody } from '../src/quotes/schema.js';
 import { createQuote } from '../src/quotes/service.js';

@@ -1,6 +1,6 @@
 /**
  * The records of who may call: a workspace and its users. The workspaces area owns their rules and SQL
- * (workspaces/model.ts re-exports these); the types sit on the ground floor so that the HTTP kit's
+ * (workspaces/model.ts, workspaces/service.ts); the types sit on the ground floor so that the HTTP kit's
  * Principal can carry them without importing an area.
  */
 export type WorkspaceStatus = 'trialing' | 'active' | 'suspended';

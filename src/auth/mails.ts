@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { requireMailer, type Mailer } from '../mail/mailer.js';
 import { renderMail } from '../templates.js';
-import type { Role, User, Workspace } from '../workspaces/model.js';
+import type { Role, User, Workspace } from '../accounts.js';
 import { inviteLink, passwordResetLink } from './links.js';
 import { createInvite, createPasswordReset, type Invite } from './service.js';
 

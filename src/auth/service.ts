@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { Conflict, Gone, NotFound, Unauthorized, Validation } from '../errors.js';
-import { userColumns, workspaceColumns, type Role, type User, type Workspace } from '../workspaces/model.js';
+import { userColumns, workspaceColumns } from '../workspaces/model.js';
+import type { Role, User, Workspace } from '../accounts.js';
 import { createWorkspace, type KeyPair } from '../workspaces/service.js';
 import { hashPassword, randomToken, sha256, verifyPassword } from '../crypto.js';
 import { deleteUserSessions } from './sessions.js';

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import type { User, Workspace } from '../workspaces/model.js';
+import type { User, Workspace } from '../accounts.js';
 import { AUTH_CHANNEL, hearAuthChanges, type AuthScope } from '../workspaces/auth-changes.js';
 
 /** A session as a request resolves it: who, in which workspace, until when. */

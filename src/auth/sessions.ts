@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Db } from '../db/database.js';
-import type { User, Workspace } from '../workspaces/model.js';
+import type { User, Workspace } from '../accounts.js';
 import { randomToken, sha256 } from '../crypto.js';
 import { batchedLookup } from '../db/batched.js';
 import { preparedQuery } from '../db/prepared.js';

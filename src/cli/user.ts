@@ -5,7 +5,7 @@ import { nameInput } from '../auth/schema.js';
 import { createPasswordReset, createUser, setPassword, WELCOME_LINK_MINUTES } from '../auth/service.js';
 import { emailInput, passwordInput } from '../schema/input.js';
 import { parseInput } from '../schema/parse.js';
-import type { Role } from '../workspaces/model.js';
+import type { Role } from '../accounts.js';
 import { findWorkspaceBySlug } from '../workspaces/service.js';
 import { commandConfig, commandEnv, withDatabase } from './context.js';
 import { readText, say, type CommandIo } from './io.js';

@@ -1,7 +1,8 @@
 import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { Conflict, Forbidden, PaymentRequired, Unauthorized } from '../errors.js';
-import { lockReason, type Workspace } from '../workspaces/model.js';
+import { lockReason } from '../workspaces/model.js';
+import type { Workspace } from '../accounts.js';
 import { resolveSession, SESSION_COOKIE } from '../auth/sessions.js';
 import { findByPublicKey, findBySecretKey } from '../workspaces/service.js';
 import { safeEqual, sha256 } from '../crypto.js';

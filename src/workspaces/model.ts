@@ -1,7 +1,5 @@
 import type { Workspace } from '../accounts.js';
 
-export type { Role, User, Workspace, WorkspaceStatus } from '../accounts.js';
-
 export const workspaceColumns = ['id', 'name', 'slug', 'status', 'trial_ends_at', 'public_key', 'created_at', 'updated_at'] as const;
 export const userColumns = ['id', 'email', 'name', 'workspace_id', 'role', 'created_at', 'updated_at'] as const;
 

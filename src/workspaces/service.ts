@@ -1,7 +1,8 @@
 import type { Db } from '../db/database.js';
 import { Conflict, NotFound } from '../errors.js';
 import { randomToken, safeEqual, sha256 } from '../crypto.js';
-import { workspaceColumns, type Workspace, type WorkspaceStatus } from './model.js';
+import { workspaceColumns } from './model.js';
+import type { Workspace, WorkspaceStatus } from '../accounts.js';
 import { authChanged } from './auth-changes.js';
 
 export interface KeyPair {
