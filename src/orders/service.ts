@@ -195,15 +195,8 @@ export async function writeOrders(trx: Db, access: Access, orders: OrderValues[]
 export const orderKey = (source: string, externalId: string) => `${source}\u0000${externalId}`;
 
 /** A stored external order, as a set-based write compares it with what it would write. */
-export interface StoredOrder {
+export interface StoredOrder extends Omit<OrderValues, 'placed_at' | 'notes' | 'items'> {
   id: number;
-  external_source: string;
-  external_id: string;
-  order_number: string | null;
-  status: string;
-  currency: string;
-  customer_id: number | null;
-  channel_id: number | null;
   /** Epoch milliseconds, to compare with another time whatever its spelling. */
   placed_at: number | null;
   /** [sku, description, quantity, price], as PostgreSQL prints them, by id. */
