@@ -44,6 +44,7 @@ export const listChannelsQuery = z.object({
     .meta({ type: 'string', description: 'Exact match on the ISO 3166-1 alpha-2 code, case-insensitive' }),
   q: filterInput.describe('Case-insensitive substring of the name'),
 });
+export type ChannelFilters = z.output<typeof listChannelsQuery>;
 
 export const memberBody = z.object({ role: oneOf(channelRoles) });
 

@@ -5,7 +5,7 @@ import { jsonPages, type JsonPage } from '../db/keyset.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, NotFound } from '../errors.js';
 import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
-import type { ChannelChanges } from './schema.js';
+import type { ChannelChanges, ChannelFilters } from './schema.js';
 
 /**
  * The API shape of a channel, built in SQL as compact JSON (row_to_json: no spaces, what
@@ -53,14 +53,6 @@ export async function getChannel(db: Db, access: Access, id: number): Promise<{ 
   await assertChannelAccess(db, access, id, 'read');
   const members = await scoped(db, 'channel_members as m', access.workspaceId).where('m.channel_id', id).orderBy('m.user_id').select(db.raw(`${memberJson()} as json`));
   return { channel, members: members.map((m: { json: MemberJson }) => m.json) };
-}
-
-export interface ChannelFilters {
-  type?: string;
-  ownership?: string;
-  status?: string;
-  country?: string;
-  q?: string;
 }
 
 /** The channels the caller may read (owners: all; members: those they have a role on), filtered, as JSON pages. */

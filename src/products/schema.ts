@@ -67,6 +67,7 @@ export const listProductsQuery = z.object({
   brand: filterInput.describe('Exact match'),
   q: filterInput.describe('Case-insensitive substring of the product name, the product SKU or any variant SKU'),
 });
+export type ProductFilters = z.output<typeof listProductsQuery>;
 
 export const variantOut = z.object({
   id,

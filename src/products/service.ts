@@ -5,7 +5,7 @@ import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
 import { givenFields } from '../db/fields.js';
 import { likePattern, scoped, unfiltered, whereExact } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
-import type { ProductChanges, ProductInput, VariantChanges, VariantInput } from './schema.js';
+import type { ProductChanges, ProductFilters, ProductInput, VariantChanges, VariantInput } from './schema.js';
 
 /** The API shape of a variant: its stored JSON text (`api_json`, rendered by a trigger on every write), as json. */
 export const variantJson = (v = 'v') => `${v}.api_json::json`;
@@ -80,13 +80,6 @@ async function getVariant(db: Db, workspaceId: number, id: number): Promise<Vari
   const row = await scoped(db, 'variants as v', workspaceId).where('v.id', id).first(db.raw(`${variantJson()} as json`));
   if (!row) throw new NotFound('Variant not found.');
   return row.json;
-}
-
-export interface ProductFilters {
-  type?: string;
-  status?: string;
-  brand?: string;
-  q?: string;
 }
 
 /** The filtered list, by id, variants embedded, as JSON pages rendered by the database. */
