@@ -375,7 +375,7 @@ find_source() {
   if [ ! -f "$source_dir/package-lock.json" ] || [ ! -d "$source_dir/src" ]; then die "$source_dir is not a Quoting source tree"; fi
 }
 
-readonly SOURCE_PARTS=(package.json package-lock.json tsconfig.json bin src migrations templates README.md docs install.sh)
+readonly SOURCE_PARTS=(package.json package-lock.json tsconfig.json bin src migrations templates public README.md docs install.sh)
 
 # What the installed program was built from: a re-run with the same source rebuilds nothing.
 source_hash() {

@@ -43,3 +43,13 @@ export function quantityText(value: string): string {
   const trimmed = fraction.replace(/0+$/, '');
   return `${whole.replace(/^0+(?=\d)/, '')}${trimmed ? `.${trimmed}` : ''}`;
 }
+
+/** `1234.50` → `1,234.50`: grouping on the decimal string itself, never through a float. */
+function groupDigits(amount: string): string {
+  const [whole, fraction] = amount.split('.');
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return fraction === undefined ? grouped : `${grouped}.${fraction}`;
+}
+
+/** An amount as people read it, always with its currency: `EUR 1,234.50`. */
+export const amountText = (currency: string, amount: unknown): string => `${currency} ${groupDigits(String(amount ?? '0.00'))}`;

@@ -77,3 +77,23 @@ export function renderScript(name: string, values: Record<string, unknown>): str
     JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029'),
   );
 }
+
+/** A value `html` inserts: text (escaped), markup from another render, or nothing (null, undefined, false). */
+export type Markup = string | number | boolean | null | undefined | Html | readonly Markup[];
+
+function markupText(value: Markup): string {
+  if (value instanceof Html) return value.html;
+  if (Array.isArray(value)) return value.map(markupText).join('');
+  if (value === null || value === undefined || value === false || value === true) return '';
+  return escapeHtml(value);
+}
+
+/**
+ * The app's templates (src/web/): a tagged template whose values are escaped unless they are `Html` from
+ * another render, so markup written by hand is the only markup there is. Attribute values must be quoted.
+ */
+export function html(strings: TemplateStringsArray, ...values: Markup[]): Html {
+  let out = strings[0];
+  for (let i = 0; i < values.length; i++) out += markupText(values[i]) + strings[i + 1];
+  return new Html(out);
+}

@@ -1,4 +1,4 @@
-/** The app's pages that spend a token: mailed by the API, printed by the CLI (`quoting user add`). */
-export const passwordResetLink = (appUrl: string, token: string): string => `${appUrl}/password-reset?token=${encodeURIComponent(token)}`;
-
-export const inviteLink = (appUrl: string, token: string): string => `${appUrl}/invites/accept?token=${encodeURIComponent(token)}`;
+/** The page where a password reset link (mailed, or printed by `quoting user add`) sets a new password. */
+export const passwordResetLink = (appUrl: string, token: string): string => `${appUrl}/reset/${encodeURIComponent(token)}`;
+/** The page where an invite is accepted. */
+export const inviteLink = (appUrl: string, token: string): string => `${appUrl}/invite/${encodeURIComponent(token)}`;

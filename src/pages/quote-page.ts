@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import { Html, renderHtml, templateText, type HtmlValue } from '../templates.js';
-import { isZeroAmount } from '../money.js';
+import { amountText, isZeroAmount } from '../money.js';
+import { longDateText } from '../dates.js';
 import { HttpError } from '../errors.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import type { PublicQuote } from '../quotes/public.js';
@@ -41,28 +42,6 @@ function part(name: string, values: Record<string, HtmlValue> = {}): Html {
   return renderHtml(template, values);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Formatting
-// ---------------------------------------------------------------------------------------------
-
-/** `1234.50` → `1,234.50`: grouping on the decimal string itself, never through a float. */
-function groupDigits(amount: string): string {
-  const [whole, fraction] = amount.split('.');
-  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return fraction === undefined ? grouped : `${grouped}.${fraction}`;
-}
-
-const money = (currency: string, amount: unknown) => `${currency} ${groupDigits(String(amount ?? '0.00'))}`;
-
-const longDate = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
-
-/** `2030-01-31` or an ISO timestamp → `31 January 2030` (UTC). */
-function formatDate(value: unknown): string {
-  if (typeof value !== 'string' || !value) return '';
-  const date = new Date(/^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value);
-  return Number.isNaN(date.getTime()) ? value : longDate.format(date);
-}
-
 const statusLabels: Record<QuoteStatus, string> = {
   draft: 'Draft',
   sent: 'Awaiting your response',
@@ -78,22 +57,22 @@ export function offersPayment(quote: QuoteJson, payable: boolean): boolean {
 }
 
 function stateOf(quote: QuoteJson, workspace: string, token: string, payable: boolean): Html {
-  const total = money(String(quote.currency), quote.total);
+  const total = amountText(String(quote.currency), quote.total);
   const expired = expiredOn(quote);
   switch (quote.status) {
     case 'sent':
       // Past valid_until nothing can be answered: no buttons, and a post to accept or decline changes nothing.
-      return expired ? part('state-expired', { date: formatDate(expired), workspace }) : part('state-sent', { token, workspace });
+      return expired ? part('state-expired', { date: longDateText(expired), workspace }) : part('state-sent', { token, workspace });
     case 'accepted': {
-      const pay = offersPayment(quote, payable) ? part('pay', { token, total }) : payable && expired ? part('expired-unpaid', { date: formatDate(expired), workspace }) : null;
-      return part('state-accepted', { date: formatDate(quote.accepted_at), pay });
+      const pay = offersPayment(quote, payable) ? part('pay', { token, total }) : payable && expired ? part('expired-unpaid', { date: longDateText(expired), workspace }) : null;
+      return part('state-accepted', { date: longDateText(quote.accepted_at), pay });
     }
     case 'declined':
-      return part('state-declined', { date: formatDate(quote.declined_at) });
+      return part('state-declined', { date: longDateText(quote.declined_at) });
     case 'cancelled':
-      return part('state-cancelled', { workspace, date: formatDate(quote.cancelled_at) });
+      return part('state-cancelled', { workspace, date: longDateText(quote.cancelled_at) });
     case 'paid':
-      return part('state-paid', { date: formatDate(quote.paid_at) });
+      return part('state-paid', { date: longDateText(quote.paid_at) });
     default:
       return new Html('');
   }
@@ -110,7 +89,7 @@ export function quotePage({ quote, workspace }: Pick<PublicQuote, 'quote' | 'wor
     status_label: expiredSent ? 'Expired' : (statusLabels[quote.status] ?? quote.status),
     customer_name: (quote.customer_name as string | null) ?? (quote.customer_email as string | null) ?? '—',
     customer_email: quote.customer_name && quote.customer_email ? part('customer-email', { email: quote.customer_email as string }) : null,
-    valid_until: quote.valid_until ? `${formatDate(quote.valid_until)}${expiredOn(quote) ? ' (expired)' : ''}` : 'No end date',
+    valid_until: quote.valid_until ? `${longDateText(quote.valid_until)}${expiredOn(quote) ? ' (expired)' : ''}` : 'No end date',
     currency,
     lines: lines.length
       ? lines.map((line) =>
@@ -118,16 +97,16 @@ export function quotePage({ quote, workspace }: Pick<PublicQuote, 'quote' | 'wor
             description: (line.description as string | null) ?? (line.sku as string | null) ?? 'Item',
             sku: line.sku && line.description ? part('line-sku', { sku: line.sku as string }) : null,
             quantity: String(line.quantity),
-            price: money(currency, line.price),
-            line_total: money(currency, line.line_total),
+            price: amountText(currency, line.price),
+            line_total: amountText(currency, line.line_total),
           }),
         )
       : [part('no-lines')],
-    subtotal: money(currency, quote.subtotal),
-    discount: isZeroAmount(quote.discount_amount) ? money(currency, quote.discount_amount) : `− ${money(currency, quote.discount_amount)}`,
+    subtotal: amountText(currency, quote.subtotal),
+    discount: isZeroAmount(quote.discount_amount) ? amountText(currency, quote.discount_amount) : `− ${amountText(currency, quote.discount_amount)}`,
     tax_rate: isZeroAmount(rate) ? '' : ` (${rate}%)`,
-    tax: money(currency, quote.tax_amount),
-    total: money(currency, quote.total),
+    tax: amountText(currency, quote.tax_amount),
+    total: amountText(currency, quote.total),
     notes: quote.notes ? part('notes', { notes: quote.notes as string }) : null,
     state: stateOf(quote, workspace.name, token, payable),
   });

@@ -27,13 +27,14 @@ import { pageRouter } from '../pages/routes.js';
 import { payPageRouter } from '../pages/pay.js';
 import { trackingRoutes } from '../tracking/routes.js';
 import { tagRouter } from '../tracking/tag.js';
+import { webApp } from '../web/index.js';
 
 /** What the app needs beyond the routes' deps: the authenticator's session cache (null: every request reads the database). */
 export interface ServerDeps extends AppDeps {
   sessionCache: SessionCache | null;
 }
 
-/** The HTTP app: the versioned JSON API under /api/v1 plus /healthz; `inFlight` counts the requests being handled (serve's stop waits for them). */
+/** The HTTP app: the versioned JSON API under /api/v1, the app's pages (src/web/), the public pages and /healthz; `inFlight` counts the requests being handled (serve's stop waits for them). */
 
 export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight } = {}): Koa {
   const app = new Koa({ proxy: deps.config.TRUST_PROXY });
@@ -52,6 +53,7 @@ export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight 
   app.use(bodyParser);
   app.use(healthz(deps));
   app.use(api.middleware());
+  app.use(webApp(deps, authenticator(deps.db, deps.config, deps.sessionCache)));
   const pages = [pageRouter(deps), payPageRouter(deps), tagRouter(deps)];
   for (const router of pages) app.use(router.routes());
   app.use(pageMethods(pages));

@@ -9,6 +9,7 @@ import { safeEqual, sha256 } from '../crypto.js';
 import type { Config } from '../config.js';
 import type { SessionCache } from '../auth/session-cache.js';
 import { Principal, type AuthKind } from '../http/principal.js';
+import { assertSameSite } from '../http/same-site.js';
 
 /** Resolves an endpoint's auth kind to the caller: a session from the cookie, a key from Authorization, or an ops credential. */
 export function authenticator(db: Knex, config: Config, sessionCache: SessionCache | null = null) {
@@ -86,24 +87,6 @@ async function workspaceOfPublicKey(db: Knex, key: string, cache: SessionCache |
   return workspace;
 }
 
-const unsafeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-/**
- * SameSite=Lax keeps the session cookie off most cross-site POSTs, but not off those from a sibling
- * subdomain (same site, another origin) or from browsers without SameSite; the browser names the asking
- * page in Origin, so a change asked for by another origin is refused. No Origin (curl, backends) is
- * allowed; so are the app's own origin (APP_URL) and the host the request was sent to.
- */
-function assertSameSite(ctx: Context, appOrigin: string): void {
-  if (!unsafeMethods.has(ctx.method)) return;
-  const origin = ctx.get('origin');
-  if (!origin) return;
-  // "null" (sandboxed frames, privacy redirects) parses as no URL and names no site we know.
-  const given = parseUrl(origin);
-  if (given && (given.origin === appOrigin || given.host === parseUrl(`${ctx.protocol}://${ctx.host}`)?.host)) return;
-  throw new Forbidden('Cross-site request refused: the Origin header names another site.');
-}
-
 const SESSION_COOKIE_VALUE = new RegExp(`(?:^|;) *${SESSION_COOKIE}=([^;]*)`);
 
 /**
@@ -113,14 +96,6 @@ const SESSION_COOKIE_VALUE = new RegExp(`(?:^|;) *${SESSION_COOKIE}=([^;]*)`);
 function sessionCookie(ctx: Context): string | undefined {
   const value = SESSION_COOKIE_VALUE.exec(ctx.headers.cookie ?? '')?.[1];
   return value?.[0] === '"' ? value.slice(1, -1) : value;
-}
-
-function parseUrl(text: string): URL | undefined {
-  try {
-    return new URL(text);
-  } catch {
-    return undefined;
-  }
 }
 
 function assertUnlocked(workspace: Workspace | null): void {

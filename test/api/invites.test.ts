@@ -42,7 +42,7 @@ test('an owner invites: 201 data.invite, and the invitee receives a mail with th
   t.deepEqual(mail.to, [email]);
   t.is(mail.from, 'quotes@example.com');
   const token = tokenFromMail(mail);
-  t.true(mail.text.includes(`${app.url}/invites/accept?token=${token}`), 'the mail carries the accept link');
+  t.true(mail.text.includes(`${app.url}/invite/${token}`), 'the mail carries the accept link');
   t.regex(mail.text, /Subject: You are invited to Invite Works/);
   t.regex(mail.text, /Olive Owner/, 'names the inviter');
   t.false(res.text.includes(token), 'the token is only in the mail');
@@ -219,7 +219,7 @@ test('password reset answers the same 200 for a known and an unknown email; only
   t.deepEqual(known.body, { version: 'v1', data: {} });
   const mail = await smtp.waitFor(owner.email);
   const token = tokenFromMail(mail);
-  t.true(mail.text.includes(`${app.url}/password-reset?token=${token}`));
+  t.true(mail.text.includes(`${app.url}/reset/${token}`));
   t.regex(mail.text, /Subject: Reset your Quoting password/);
   t.false(smtp.mails.some((m) => m.to.includes(unknown)), 'no mail for an unknown email');
   t.false(known.text.includes(token));
