@@ -72,6 +72,12 @@ export function whereReadable(query: Knex.QueryBuilder, db: Db, access: Access, 
   );
 }
 
+/** Limits a channels query (`column`: the channel's id) to those on which the caller holds `need`: all for owners. */
+export function whereAllowing(query: Knex.QueryBuilder, db: Db, access: Access, column: string, need: ChannelNeed): Knex.QueryBuilder {
+  if (access.channels === 'all') return query;
+  return query.whereIn(column, scoped(db, 'channel_members', access.workspaceId).where('user_id', userOf(access)).whereIn('role', allowed[need]).select('channel_id'));
+}
+
 /** Why a given channel id is refused: no such channel in the workspace. */
 export const noSuchChannel = (field: string, channelId: number) => `${field}: no channel ${channelId} in this workspace.`;
 

@@ -6,7 +6,7 @@ import type { ListQuery } from '../db/list-query.js';
 import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, NotFound } from '../errors.js';
-import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
+import { assertChannelAccess, whereAllowing, whereReadable, type ChannelNeed, type ChannelRole } from './access.js';
 import type { ChannelChanges, ChannelFilters } from './schema.js';
 
 /**
@@ -75,6 +75,12 @@ export function listChannels(db: Db, access: Access, filters: ChannelFilters): A
 /** Page `page` of the channels the caller may read, filtered, newest first, with their count (the app's list). */
 export function channelPage(db: Db, access: Access, filters: Partial<ChannelFilters>, page: number): Promise<NumberedPage<ChannelJson>> {
   return numberedListPage<ChannelJson>(db, channelList(db, access, filters), page);
+}
+
+/** The channels on which the caller holds `need` (owners: all), by name: what a form offers to pick from. */
+export async function channelsAllowed(db: Db, access: Access, need: ChannelNeed): Promise<{ id: number; name: string; currency: string | null }[]> {
+  const query = whereAllowing(scoped(db, 'channels as c', access.workspaceId), db, access, 'c.id', need);
+  return query.orderBy(['c.name', 'c.id']).select('c.id', 'c.name', 'c.currency');
 }
 
 /** Owner only (checked by the route's access kind). */

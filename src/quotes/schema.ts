@@ -49,6 +49,16 @@ export const externalQuoteBody = createQuoteBody.and(z.object({ external_id: opt
 export const updateQuoteBody = z.object(quoteFields);
 export type QuoteChanges = z.output<typeof updateQuoteBody>;
 
+/**
+ * A draft's whole form (the app's edit page): its fields as PATCH /quotes/{id} takes them, and every line in the order
+ * the user wants, an existing one naming its `id`, a new one without.
+ */
+export const draftBody = updateQuoteBody.extend({
+  lines: z.array(lineInput.extend({ id: idInput.optional() })).max(500, 'must have at most 500 lines').optional().default([]),
+});
+export type DraftInput = z.output<typeof draftBody>;
+export type DraftLine = DraftInput['lines'][number];
+
 export const sendQuoteBody = z.object({ notify: booleanInput.optional().describe('false: mark sent without mailing the customer') });
 
 export const listQuotesQuery = z.object({

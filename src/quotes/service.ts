@@ -256,7 +256,7 @@ export async function createExternalQuote(
   return { ...(await createQuote(trx, access, input)), created: true };
 }
 
-function assertDraft(quote: QuoteJson): void {
+export function assertDraft(quote: QuoteJson): void {
   if (quote.status !== 'draft') throw new Conflict(`Quote ${quote.quote_number} is ${quote.status}; only a draft can be edited.`);
 }
 
