@@ -1,4 +1,5 @@
 /** A quote's line pricing (a given price or its variant's) and its totals (subtotal, discount, tax), in PostgreSQL numeric. */
+import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { Validation } from '../errors.js';
@@ -56,6 +57,11 @@ export async function variantsBySku(trx: Db, workspaceId: number, skus: string[]
     [workspaceId, JSON.stringify(wanted)],
   );
   return new Map(rows.map((r: Variant & { sku: string }) => [r.sku, { id: r.id, price: r.price, description: r.description }]));
+}
+
+/** The variant a SKU names, as a new line would take its description and price from it (the form's lookup as you type). */
+export async function catalogueLine(db: Db, access: Access, sku: string): Promise<Variant | undefined> {
+  return (await variantsBySku(db, access.workspaceId, [sku])).get(sku);
 }
 
 interface PricedLine {

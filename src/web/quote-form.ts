@@ -16,6 +16,7 @@ import { customerPage, getCustomer, type CustomerJson } from '../customers/servi
 import { createQuoteBody, draftBody } from '../quotes/schema.js';
 import { assertDraft, createQuote, getQuote, readableQuote, type QuoteJson } from '../quotes/service.js';
 import { saveDraft } from '../quotes/draft.js';
+import { catalogueLine } from '../quotes/pricing.js';
 import { assetUrl } from './assets.js';
 import { field, fieldErrors, formList, formText, select, textarea, type FieldErrors } from './forms.js';
 import { shell } from './layout.js';
@@ -188,7 +189,7 @@ function lineRow(line: LineRow, index: number, count: number, errors: FieldError
     const id = `line-${index}-${name}`;
     const error = errors[`lines.${index}.${name}`];
     return html`<td data-label="${label}"${error ? html` class="invalid"` : ''}>
-  <label class="visually-hidden" for="${id}">Line ${n} ${label.toLowerCase()}</label>
+  <label class="visually-hidden" for="${id}">Line ${n} ${name === 'sku' ? label : label.toLowerCase()}</label>
   <input id="${id}" name="line_${name}" value="${line[name]}"${attrs}${error ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>
   ${error ? html`<p class="field-error" id="${id}-error">${error}</p>` : ''}
 </td>`;
@@ -259,6 +260,7 @@ ${select({
   name: 'channel_id', label: 'Channel', value: form.channel_id, errors,
   options: [{ value: '', label: 'No channel' }, ...view.channels.map((c) => ({ value: String(c.id), label: c.currency ? `${c.name} (${c.currency})` : c.name }))],
   hint: 'Only the channels you may write quotes for.',
+  attrs: html` data-currencies="${JSON.stringify(Object.fromEntries(view.channels.flatMap((c) => (c.currency ? [[String(c.id), c.currency]] : []))))}"`,
 })}`;
 
   const content = html`<div class="page-head"><h1>${title}</h1>${editing ? html`<a href="/app/quotes/${quote.id}">Back to the quote</a>` : ''}</div>
@@ -317,6 +319,8 @@ function notDraftPage(auth: Principal, quote: QuoteJson, message: string): Html 
 }
 
 const customerQuery = z.object({ q: z.string().max(200).optional().catch(undefined), customer_id: z.string().max(20).optional().catch(undefined) });
+
+const skuQuery = z.object({ sku: z.string().trim().max(100).optional().catch(undefined) });
 
 /** How many of a search's matches the form offers. */
 const MATCHES = 10;
@@ -382,6 +386,13 @@ export function quoteFormPages({ db }: AppDeps): PageDef[] {
         const form = { customer_q: input.query.q ?? '', customer_id: input.query.customer_id ?? '' };
         const found = await customersFor(input.auth, form, true);
         return customerChoices(form, found.customers, found.searched);
+      },
+    }),
+    page({
+      method: 'get', path: '/app/quotes/new/sku', who: 'member', query: skuQuery,
+      handle: async ({ auth, query }) => {
+        const variant = query.sku ? await catalogueLine(db, auth.access, query.sku) : undefined;
+        return html`<p data-sku="${query.sku ?? ''}"${variant ? html` data-description="${variant.description}"${variant.price === null ? '' : html` data-price="${variant.price}"`}` : ''}></p>`;
       },
     }),
     page({

@@ -351,6 +351,9 @@ test('markup in SKUs, descriptions, notes and names comes out escaped', async (t
   t.is(edit.status, 200);
   t.false(edit.text.includes(evil));
   t.is((edit.text.match(/&lt;script&gt;x&lt;\/script&gt;/g) ?? []).length >= 4, true);
+  const sku = await owner.client.get(`/app/quotes/new/sku?sku=${encodeURIComponent(evil)}`);
+  t.is(sku.status, 200);
+  t.is(sku.text, '<p data-sku="&lt;script&gt;x&lt;/script&gt;"></p>');
   const found = await owner.client.get(`/app/quotes/new/customers?q=${encodeURIComponent('<script>')}`);
   t.false(found.text.includes(evil));
   t.true(found.text.includes(`value="${named.id}"`));
