@@ -201,11 +201,13 @@ function lineRow(line: LineRow, index: number, count: number, errors: FieldError
   ${cell('quantity', 'Quantity', html` inputmode="decimal" class="num"`)}
   ${cell('price', 'Price', html` inputmode="decimal" class="num" placeholder="From catalogue"`)}
   <td class="num line-total" data-label="Total" aria-live="off"></td>
-  <td class="line-actions" data-label="Move or remove">
+  <td data-label="Move or remove">
     <input type="hidden" name="line_id" value="${line.id}">
+    <div class="line-actions">
     <button type="submit" class="small" name="action" value="up:${index}"${index === 0 ? html` disabled` : ''} aria-label="Move line ${n} up">↑</button>
     <button type="submit" class="small" name="action" value="down:${index}"${index === count - 1 ? html` disabled` : ''} aria-label="Move line ${n} down">↓</button>
     <button type="submit" class="small danger" name="action" value="remove:${index}" aria-label="Remove line ${n}">Remove</button>
+    </div>
     ${rowError ? html`<p class="field-error">${rowError}</p>` : ''}
   </td>
 </tr>`;
@@ -414,6 +416,7 @@ export function quoteFormPages({ db }: AppDeps): PageDef[] {
         const id = input.params.id;
         // A quote the member may not read is not there (404); one they may read but not write is refused (403) on saving.
         const quote = await visible(readableQuote(db, input.auth.access, id));
+        assertDraft(quote);
         const form = readForm(input.form);
         const changed = applyAction(form, formText(input.form, 'action'));
         if (changed) return editForm(input, quote, changed, {});

@@ -287,6 +287,8 @@ test('a quote that is no longer a draft: the edit page shows its status and the 
   t.is(posted.status, 409);
   t.regex(posted.text, new RegExp(`<div class="flash flash-error" role="alert">Quote ${quote.quote_number} is sent; only a draft can be edited.</div>`));
   t.is((await data(owner.client.get(`/api/v1/quotes/${quote.id}`))).quote.notes, null);
+  const adding = await postForm(owner.client, `/app/quotes/${quote.id}/edit`, editForm(quote, lines, { action: 'add' }));
+  t.is(adding.status, 409, 'no form for a sent quote, even to add a row');
 });
 
 test('a member: only the channels they may write in the select; another is refused; a channel they lack is not there', async (t) => {

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startApp, signUpOwner, uniqueEmail } from '../helpers/app.js';
 import { testWhen } from '../helpers/skip.js';
@@ -7,6 +9,8 @@ import { PATIENCE_MS } from '../helpers/patience.js';
 /** Debian's Chromium; playwright-core never downloads a browser of its own. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+/** Screenshots of the form, for a person to look at. */
+const SHOTS = process.env.APP_SCREENSHOTS ?? path.join(os.tmpdir(), 'app-screenshots');
 const browserTest = testWhen(fs.existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`);
 
 const skus = (page: Page) => page.locator('input[name="line_sku"]').evaluateAll((els) => els.map((el) => (el as HTMLInputElement).value));
@@ -81,6 +85,17 @@ browserTest('with script: suggestions as you type, catalogue prices, lines added
   t.is(await page.locator('[data-total="total"]').textContent(), 'EUR 99.55');
 
   t.deepEqual(problems, [], 'no console errors or CSP violations');
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, 'quote-form-1280.png'), fullPage: true });
+  // On a phone the rows stack: no horizontal scrolling.
+  const phone = await page.context().newPage();
+  await phone.setViewportSize({ width: 390, height: 844 });
+  await phone.goto(`${app.url}/app/quotes/new`);
+  await phone.getByRole('button', { name: 'Add a line' }).click();
+  t.true(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no horizontal scroll at 390 px');
+  await phone.screenshot({ path: path.join(SHOTS, 'quote-form-390.png'), fullPage: true });
+  await phone.close();
+  t.log(`screenshots in ${SHOTS}`);
   await Promise.all([page.waitForURL(/\/app\/quotes\/\d+$/), page.getByRole('button', { name: 'Save quote' }).click()]);
   const id = Number(/\/app\/quotes\/(\d+)$/.exec(page.url())?.[1]);
   const saved = await owner.client.get(`/api/v1/quotes/${id}`);
