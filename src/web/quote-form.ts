@@ -18,7 +18,7 @@ import { assertDraft, createQuote, getQuote, readableQuote, type QuoteJson } fro
 import { saveDraft } from '../quotes/draft.js';
 import { catalogueLine } from '../quotes/pricing.js';
 import { assetUrl } from './assets.js';
-import { field, fieldErrors, formList, formText, select, textarea, type FieldErrors } from './forms.js';
+import { field, formList, formText, select, textarea, type FieldErrors } from './forms.js';
 import { shell } from './layout.js';
 import { badge, visible } from './lists.js';
 import { page, redirect, Rendered, type PageDef, type PageInput } from './page.js';
