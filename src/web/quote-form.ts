@@ -274,7 +274,7 @@ ${other.length ? html`<div class="flash flash-error" role="alert">${other.map(([
 </section>
 <section class="card" aria-labelledby="lines-heading">
   <h2 id="lines-heading">Lines</h2>
-  <p class="hint">A SKU from the catalogue fills the description and price you leave empty. A line without a SKU needs a price.</p>
+  <p class="hint">A SKU from the catalogue fills the description and price you leave empty. A line without a SKU needs a price. A row left empty is not saved.</p>
   <div class="table-wrap">
   <table class="lines quote-lines">
     <thead><tr><th scope="col">SKU</th><th scope="col">Description</th><th scope="col" class="num">Quantity</th><th scope="col" class="num">Price</th><th scope="col" class="num">Total</th><th scope="col"><span class="visually-hidden">Move or remove</span></th></tr></thead>
