@@ -161,10 +161,10 @@ ${pager('/app/quotes', query, found, 'quotes')}`,
     const url = status === 'draft' ? null : publicUrl(config.APP_URL, quote);
     const lineRows = lines.map(
       (line) => html`<tr>
-  <td>${String(line.description ?? '')}${line.sku ? html`<span class="sku">${String(line.sku)}</span>` : ''}</td>
-  <td class="num">${String(line.quantity)}</td>
-  <td class="num">${money(line.price)}</td>
-  <td class="num">${money(line.line_total)}</td>
+  <td data-label="Item">${String(line.description ?? '')}${line.sku ? html`<span class="sku">${String(line.sku)}</span>` : ''}</td>
+  <td data-label="Quantity" class="num">${String(line.quantity)}</td>
+  <td data-label="Price" class="num">${money(line.price)}</td>
+  <td data-label="Total" class="num">${money(line.line_total)}</td>
 </tr>`,
     );
     const stamps: [string, unknown][] = [
@@ -204,7 +204,7 @@ ${pager('/app/quotes', query, found, 'quotes')}`,
 <section class="card" aria-labelledby="h-lines">
   <h2 id="h-lines">Lines</h2>
   ${lines.length
-    ? html`<div class="table-wrap"><table class="lines">
+    ? html`<div class="table-wrap"><table class="list">
 <thead><tr><th scope="col">Item</th><th scope="col" class="num">Quantity</th><th scope="col" class="num">Price</th><th scope="col" class="num">Total</th></tr></thead>
 <tbody>${lineRows}</tbody>
 </table></div>`

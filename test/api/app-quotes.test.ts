@@ -1,5 +1,5 @@
 import test from 'ava';
-import { signUpOwner, uniqueEmail, type Owner } from '../helpers/app.js';
+import { signUpOwner, startApp, uniqueEmail, type Owner } from '../helpers/app.js';
 import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, type Member } from '../helpers/members.js';
 import { postForm, signInPage, visibleText } from '../helpers/pages.js';
@@ -300,6 +300,23 @@ test('send by mail: the customer gets the link', async (t) => {
   const url = (await owner.client.get(`/api/v1/quotes/${q.id}`)).body.data.url;
   t.true(mail.text.includes(url));
   t.true(visibleText((await browser.get(`/app/quotes/${q.id}`)).text).includes(`sent to ${email.toLowerCase()}`));
+});
+
+test('without mail on the server, a draft offers only "Mark as sent without mail", and sending by mail is the 503 page', async (t) => {
+  const mailless = await startApp({});
+  t.teardown(() => mailless.close());
+  const me = await signUpOwner(mailless, 'No mail');
+  const res = await me.client.post('/api/v1/quotes', { customer: { email: uniqueEmail('nomail'), name: 'No Mail' }, lines: [{ description: 'Thing', price: '3.00' }] });
+  const q = res.body.data.quote;
+  const page = await me.client.get(`/app/quotes/${q.id}`);
+  t.is(page.status, 200);
+  t.notRegex(page.text, /Send by mail/);
+  t.regex(page.text, /<input type="hidden" name="notify" value="false"><button type="submit" class="primary">Mark as sent without mail<\/button>/);
+  t.true(visibleText(page.text).includes('Mail is not set up on this server'));
+  const mailed = await postForm(me.client, `/app/quotes/${q.id}/send`, { notify: 'true' });
+  t.is(mailed.status, 503);
+  t.regex(mailed.text, /Mail is not configured/);
+  t.is((await me.client.get(`/api/v1/quotes/${q.id}`)).body.data.quote.status, 'draft');
 });
 
 test('a wrong-status action is the 409: the quote page with the message at the top, nothing changed', async (t) => {
