@@ -145,18 +145,18 @@ ${pager('/app/quotes', query, found, 'quotes')}`,
     const number = quote.quote_number;
     const status = quote.status;
     const expired = expiredOn(quote);
-    const action = (path: string, label: string, cls: string, confirm?: string, fields: Html = html``) =>
+    const button = (path: string, label: string, cls: string, confirm?: string, fields: Html = html``) =>
       html`<form method="post" action="/app/quotes/${quote.id}/${path}"${confirm ? html` data-confirm="${confirm}"` : ''}>${fields}<button type="submit" class="${cls}">${label}</button></form>`;
     const actions: Html[] = [];
     if (canWrite) {
       if (status === 'draft') {
         actions.push(html`<a class="button" href="/app/quotes/${quote.id}/edit">Edit</a>`);
-        if (mailer) actions.push(action('send', 'Send by mail', 'primary', undefined, html`<input type="hidden" name="notify" value="true">`));
-        actions.push(action('send', 'Mark as sent without mail', mailer ? '' : 'primary', undefined, html`<input type="hidden" name="notify" value="false">`));
+        if (mailer) actions.push(button('send', 'Send by mail', 'primary', undefined, html`<input type="hidden" name="notify" value="true">`));
+        actions.push(button('send', 'Mark as sent without mail', mailer ? '' : 'primary', undefined, html`<input type="hidden" name="notify" value="false">`));
       }
-      if ((status === 'accepted' || status === 'paid') && !order) actions.push(action('convert', 'Convert to order', 'good'));
-      if (status === 'draft' || status === 'sent' || status === 'accepted') actions.push(action('cancel', 'Cancel quote', 'danger', `Cancel quote ${number}?`));
-      if (status === 'draft') actions.push(action('delete', 'Delete draft', 'danger', `Delete the draft ${number}? This cannot be undone.`));
+      if ((status === 'accepted' || status === 'paid') && !order) actions.push(button('convert', 'Convert to order', 'good'));
+      if (status === 'draft' || status === 'sent' || status === 'accepted') actions.push(button('cancel', 'Cancel quote', 'danger', `Cancel quote ${number}?`));
+      if (status === 'draft') actions.push(button('delete', 'Delete draft', 'danger', `Delete the draft ${number}? This cannot be undone.`));
     }
     const url = status === 'draft' ? null : publicUrl(config.APP_URL, quote);
     const lineRows = lines.map(
