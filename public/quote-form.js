@@ -58,6 +58,8 @@
     show('discount', discount);
     show('tax', tax);
     show('total', subtotal - discount + tax);
+    const note = document.getElementById('totals-note');
+    if (note) note.textContent = 'As typed; the totals stored are computed when you save.';
   }
 
   // Ids, labels and button values follow a row's place, as the server renders them.

@@ -177,7 +177,7 @@ export function customerChoices(form: Pick<QuoteForm, 'customer_id' | 'customer_
   return html`<div id="customer-choices" class="choices" aria-live="polite">
   ${searched && customers.every((c) => String(c.id) === form.customer_id) ? html`<p class="muted">No customer matches “${form.customer_q}”.</p>` : ''}
   ${customers.map(
-    (c) => html`<label class="check"><input type="radio" name="customer_id" value="${c.id}"${String(c.id) === picked ? html` checked` : ''}> ${customerLabel(c)}</label>`,
+    (c) => html`<label class="check"><input type="radio" name="customer_id" value="${c.id}"${String(c.id) === picked ? html` checked` : ''}> <span>${customerLabel(c)}</span></label>`,
   )}
   <label class="check"><input type="radio" name="customer_id" value="new"${picked === 'new' ? html` checked` : ''}> A new customer (below)</label>
 </div>`;
@@ -224,7 +224,7 @@ function totals(quote: QuoteJson | null): Html {
     <tr class="grand"><th scope="row">Total</th><td data-total="total">${amount(quote?.total)}</td></tr>
   </tbody>
 </table>
-<p class="hint">${quote ? 'As last saved; the' : 'The'} totals are computed when you save.</p>`;
+<p class="hint" id="totals-note">${quote ? 'As last saved; the' : 'The'} totals are computed when you save.</p>`;
 }
 
 function quoteFormPage(form: QuoteForm, view: FormView): Html {

@@ -1,17 +1,7 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Page } from 'playwright-core';
 import { startApp, signUpOwner, uniqueEmail } from '../helpers/app.js';
-import { testWhen } from '../helpers/skip.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
-
-/** Debian's Chromium; playwright-core never downloads a browser of its own. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-/** Screenshots of the form, for a person to look at. */
-const SHOTS = process.env.APP_SCREENSHOTS ?? path.join(os.tmpdir(), 'app-screenshots');
-const browserTest = testWhen(fs.existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`);
+import { APP_SHOTS, axeProblems, browserTest, launch, screenshots, watchedContext } from '../helpers/browser.js';
 
 const skus = (page: Page) => page.locator('input[name="line_sku"]').evaluateAll((els) => els.map((el) => (el as HTMLInputElement).value));
 
@@ -26,20 +16,9 @@ browserTest('with script: suggestions as you type, catalogue prices, lines added
   const channel = await owner.client.post('/api/v1/channels', { name: 'Euro shop', currency: 'EUR' });
   t.is(channel.status, 201, channel.text);
 
-  let browser: Browser;
-  try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: PATIENCE_MS });
-  } catch (err) {
-    t.fail(`Chromium at ${CHROMIUM} did not start: ${(err as Error).message}`);
-    return;
-  }
-  t.teardown(() => browser.close());
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  const problems: string[] = [];
-  page.on('console', (message) => {
-    if ((message.type() === 'error' || message.type() === 'warning') && !message.location().url.endsWith('/favicon.ico')) problems.push(message.text());
-  });
-  page.on('pageerror', (err) => problems.push(err.message));
+  const browser = await launch(t);
+  const { context, problems } = await watchedContext(browser, { javaScriptEnabled: true });
+  const page = await context.newPage();
 
   await page.goto(`${app.url}/login?next=/app/quotes/new`);
   await page.getByLabel('Email').fill(owner.email);
@@ -84,18 +63,9 @@ browserTest('with script: suggestions as you type, catalogue prices, lines added
   t.is(await page.locator('[data-total="tax"]').textContent(), 'EUR 9.05');
   t.is(await page.locator('[data-total="total"]').textContent(), 'EUR 99.55');
 
-  t.deepEqual(problems, [], 'no console errors or CSP violations');
-  fs.mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: path.join(SHOTS, 'quote-form-1280.png'), fullPage: true });
-  // On a phone the rows stack: no horizontal scrolling.
-  const phone = await page.context().newPage();
-  await phone.setViewportSize({ width: 390, height: 844 });
-  await phone.goto(`${app.url}/app/quotes/new`);
-  await phone.getByRole('button', { name: 'Add a line' }).click();
-  t.true(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no horizontal scroll at 390 px');
-  await phone.screenshot({ path: path.join(SHOTS, 'quote-form-390.png'), fullPage: true });
-  await phone.close();
-  t.log(`screenshots in ${SHOTS}`);
+  t.deepEqual(await axeProblems(page), [], 'axe: the filled form');
+  t.true(await screenshots(page, 'quote-form-new'), 'no sideways scrolling at 390 px');
+  t.log(`screenshots in ${APP_SHOTS}`);
   await Promise.all([page.waitForURL(/\/app\/quotes\/\d+$/), page.getByRole('button', { name: 'Save quote' }).click()]);
   const id = Number(/\/app\/quotes\/(\d+)$/.exec(page.url())?.[1]);
   const saved = await owner.client.get(`/api/v1/quotes/${id}`);
@@ -104,4 +74,23 @@ browserTest('with script: suggestions as you type, catalogue prices, lines added
   t.deepEqual(lines.map((l: any) => [l.sku, l.description, l.quantity, l.price]), [['FREE', 'Fitting', '1', '15.50'], ['LAMP-1', 'Lamp, Brass', '2', '40.00']]);
   t.deepEqual([quote.currency, quote.subtotal, quote.tax_amount, quote.total], ['EUR', '95.50', '9.05', '99.55'], 'the server agrees with the live totals');
   t.is(quote.customer_id, customer.body.data.customer.id);
+
+  // The draft's edit page, a 422 on it, and a sent quote's: axe finds nothing serious.
+  await page.goto(`${app.url}/app/quotes/${id}/edit`);
+  t.deepEqual(await skus(page), ['FREE', 'LAMP-1']);
+  t.is(await page.locator('[data-total="total"]').textContent(), 'EUR 99.55');
+  t.deepEqual(await axeProblems(page), [], 'axe: the edit form');
+  t.true(await screenshots(page, 'quote-form-edit'));
+  await page.getByLabel('Line 1 quantity').fill('0');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.locator('#line-0-quantity-error').waitFor();
+  t.deepEqual(await axeProblems(page), [], 'axe: the edit form with a message');
+  t.true(await screenshots(page, 'quote-form-422'));
+  const sent = await owner.client.post(`/api/v1/quotes/${id}/send`, { notify: false });
+  t.is(sent.status, 200, sent.text);
+  const refused = await page.goto(`${app.url}/app/quotes/${id}/edit`);
+  t.is(refused?.status(), 409);
+  t.deepEqual(await axeProblems(page), [], 'axe: the 409 page');
+  // The 422's and the 409's own answers are the console messages expected.
+  t.deepEqual(problems.filter((p) => !/status of (409|422)/.test(p)), [], 'no console errors or CSP violations');
 });
