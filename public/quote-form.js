@@ -179,7 +179,7 @@
   // Customers as you type: the server's choices for the search, replacing the list.
   const search = form.elements.namedItem('customer_q');
   if (search && search.dataset.suggest) {
-    const suggest = debounce(async () => {
+    const suggestNow = async () => {
       const picked = form.querySelector('input[name="customer_id"]:checked');
       const q = search.value.trim();
       if (q.length < 2) return;
@@ -187,8 +187,14 @@
       const found = await fragment(url).catch(() => null);
       const list = document.getElementById('customer-choices');
       if (found && list && found.id === 'customer-choices' && search.value.trim() === q) list.replaceWith(document.importNode(found, true));
-    }, 250);
-    search.addEventListener('input', suggest);
+    };
+    search.addEventListener('input', debounce(suggestNow, 250));
+    // Enter in the search looks up customers, as its Find button does, rather than saving the quote.
+    search.addEventListener('keydown', (event) => {
+      if (event.key !== 'Enter') return;
+      event.preventDefault();
+      suggestNow();
+    });
   }
 
   for (const row of rows()) if (input(row, 'sku').value.trim()) lookUp(row);
