@@ -94,3 +94,45 @@ browserTest('with script: suggestions as you type, catalogue prices, lines added
   // The 422's and the 409's own answers are the console messages expected.
   t.deepEqual(problems.filter((p) => !/status of (409|422)/.test(p)), [], 'no console errors or CSP violations');
 });
+
+browserTest('without script: find the customer, add and move lines through the server, Enter saves', async (t) => {
+  const app = await startApp();
+  t.teardown(() => app.close());
+  const owner = await signUpOwner(app, 'No Script Works');
+  const made = await owner.client.post('/api/v1/products', { sku: 'MUG', name: 'Mug', variants: [{ sku: 'MUG-1', name: 'Blue', price: '8.00' }] });
+  t.is(made.status, 201, made.text);
+  const customer = await owner.client.post('/api/v1/customers', { email: uniqueEmail('sam'), name: 'Sam Stone' });
+  t.is(customer.status, 201, customer.text);
+
+  const browser = await launch(t);
+  const { context, problems } = await watchedContext(browser, { javaScriptEnabled: false });
+  const page = await context.newPage();
+  await page.goto(`${app.url}/login?next=/app/quotes/new`);
+  await page.getByLabel('Email').fill(owner.email);
+  await page.getByLabel('Password').fill(owner.password);
+  await Promise.all([page.waitForURL(`${app.url}/app/quotes/new`), page.getByRole('button', { name: 'Sign in' }).click()]);
+
+  await page.getByLabel('Line 1 SKU').fill('MUG-1');
+  await page.getByLabel('Line 1 quantity').fill('3');
+  await page.getByLabel('Find a customer by name or email').fill('Stone');
+  await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Find' }).click()]);
+  await page.getByLabel(`Sam Stone <${customer.body.data.customer.email}>`).check();
+  t.is(await page.getByLabel('Line 1 SKU').inputValue(), 'MUG-1', 'kept through the search');
+
+  await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Add a line' }).click()]);
+  await page.getByLabel('Line 2 description').fill('Gift wrap');
+  await page.getByLabel('Line 2 price').fill('2.50');
+  await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Move line 2 up' }).click()]);
+  t.deepEqual(await skus(page), ['', 'MUG-1']);
+  t.is(await page.getByLabel(`Sam Stone <${customer.body.data.customer.email}>`).isChecked(), true, 'the pick is kept');
+
+  // Enter in a line's field saves (the form's first button is its hidden Save, not a row's button).
+  await Promise.all([page.waitForURL(/\/app\/quotes\/\d+$/), page.getByLabel('Line 1 price').press('Enter')]);
+  const id = Number(/\/app\/quotes\/(\d+)$/.exec(page.url())?.[1]);
+  const saved = await owner.client.get(`/api/v1/quotes/${id}`);
+  t.is(saved.status, 200);
+  t.deepEqual(saved.body.data.lines.map((l: any) => [l.sku, l.description, l.quantity, l.price]), [[null, 'Gift wrap', '1', '2.50'], ['MUG-1', 'Mug, Blue', '3', '8.00']]);
+  t.is(saved.body.data.quote.total, '26.50');
+  t.is(saved.body.data.quote.customer_id, customer.body.data.customer.id);
+  t.deepEqual(problems, []);
+});
