@@ -12,14 +12,13 @@ import { recentOrders, type OrderJson } from '../orders/service.js';
 import { getCustomer } from '../customers/service.js';
 import { page, type PageDef } from './page.js';
 import { shell } from './layout.js';
-import { badge } from './lists.js';
 
 /** Rows in each box: the page is a summary; the lists behind "See all" have the rest. */
 const BOX_ROWS = 10;
 const EXPIRING_DAYS = 7;
 
 type Quote = QuoteJson & { customer_name: string | null; customer_email: string | null; currency: string; total: string } & Record<string, unknown>;
-type Order = OrderJson & { order_number: string | null; customer_id: number | null; currency: string; total: string; status: string; placed_at: string | null; created_at: string };
+type Order = OrderJson & { order_number: string | null; customer_id: number | null; currency: string; total: string; placed_at: string | null; created_at: string };
 
 interface Column<T> {
   label: string;
@@ -91,7 +90,7 @@ export function homePages({ db }: AppDeps): PageDef[] {
           section: 'home',
           flash,
           content: html`<div class="page-head"><h1>${auth.workspace.name}</h1><a class="button primary" href="/app/quotes/new">New quote</a></div>
-<div class="grid">
+<div class="grid boxes">
 ${box({
   id: 'awaiting', title: 'Waiting for an answer', all: '/app/quotes?status=sent', rows: awaiting,
   empty: 'No sent quotes are waiting for an answer.',
@@ -114,7 +113,6 @@ ${box<Order>({
     { label: 'Order', cell: (o) => html`<a href="/app/orders/${o.id}">${o.order_number ?? `Order ${o.id}`}</a>` },
     { label: 'Customer', cell: (o) => (o.customer_id === null ? '—' : (customers.get(o.customer_id) ?? '—')) },
     { label: 'Total', cell: (o) => amountText(o.currency, o.total), num: true },
-    { label: 'Status', cell: (o) => badge(o.status) },
     { label: 'Placed', cell: (o) => dateText(o.placed_at ?? o.created_at) },
   ],
 })}

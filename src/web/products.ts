@@ -184,10 +184,10 @@ export function productPages({ db }: AppDeps): PageDef[] {
       flash,
       content: html`<div class="page-head"><h1>Products</h1><a class="button primary" href="/app/products/new">New product</a></div>
 <form method="get" action="/app/products" class="filters" role="search" aria-label="Filter products">
-  ${field({ name: 'q', label: 'Search', type: 'search', value: query.q ?? '', hint: 'Name or SKU, variants\u2019 too.' })}
+  ${field({ name: 'q', label: 'Name or SKU', type: 'search', value: query.q ?? '' })}
   ${select({ name: 'type', label: 'Type', value: query.type ?? '', options: [...anyOption('type'), ...options(productTypes)] })}
   ${select({ name: 'status', label: 'Status', value: query.status ?? '', options: [...anyOption('status'), ...options(productStatuses)] })}
-  ${field({ name: 'brand', label: 'Brand', value: query.brand ?? '', hint: 'Exact name.' })}
+  ${field({ name: 'brand', label: 'Brand (exact)', value: query.brand ?? '' })}
   <button type="submit">Filter</button>
   ${filtered ? html`<a class="button" href="/app/products">Clear</a>` : ''}
 </form>
@@ -245,7 +245,7 @@ ${pager('/app/products', query, found, 'products')}`,
     <td data-label="Attributes">${attributeList(v.attributes)}</td>
     <td><div class="row-actions">
       <a class="button small" href="/app/products/${product.id}/variants/${v.id}/edit" aria-label="Edit variant ${v.sku}">Edit</a>
-      <form method="post" action="/app/products/${product.id}/variants/${v.id}/delete"><button type="submit" class="small danger" aria-label="Delete variant ${v.sku}">Delete</button></form>
+      <form method="post" action="/app/products/${product.id}/variants/${v.id}/delete" data-confirm="Delete the variant ${v.sku}?"><button type="submit" class="small danger" aria-label="Delete variant ${v.sku}">Delete</button></form>
     </div></td>
   </tr>`,
   )}</tbody>
