@@ -356,8 +356,8 @@ ${variantForm(variant ? `${base}/variants/${variant.id}/edit` : `${base}/variant
       method: 'post', path: '/app/products/{id}/variants/{variantId}/edit', who: 'member',
       handle: async ({ form, auth, params }) => {
         const body = parseInput(updateVariantBody, variantBody(form));
-        await db.transaction((trx) => updateVariant(trx, auth.access, params.id, params.variantId, body));
-        return redirect(`/app/products/${params.id}`, `Variant ${body.sku ?? ''} saved.`);
+        const { variant } = await db.transaction((trx) => updateVariant(trx, auth.access, params.id, params.variantId, body));
+        return redirect(`/app/products/${params.id}`, `Variant ${variant.sku} saved.`);
       },
       invalid: async (input, error) => {
         const product = await productOf(input.auth, input.params.id);

@@ -79,6 +79,15 @@ test('the home page sends a visitor without a session to sign in', async (t) => 
   t.is(res.headers.get('location'), '/login?next=%2Fapp');
 });
 
+test("a locked workspace's home is the 402 page", async (t) => {
+  const locked = await signUpOwner(app, 'Locked');
+  await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'suspended' });
+  app.sessionCache.evict('all');
+  const res = await locked.client.get('/app');
+  t.is(res.status, 402);
+  t.true(res.text.includes('This workspace is locked'));
+});
+
 test('each quote is in the boxes its state puts it in, with customer, total and the date that matters', async (t) => {
   const waiting = await sent(owner, { name: 'Wendy Waiting', validUntil: inDays(20) });
   const openEnded = await sent(owner, { name: 'Olga Open', validUntil: null });

@@ -325,3 +325,26 @@ test('names, SKUs, brands, descriptions and attributes holding markup come out e
   t.false(res.text.includes('<script>'));
   t.true(res.text.includes('value="&quot;&gt;&lt;script&gt;x&lt;/script&gt;"'));
 });
+
+test('a locked workspace: every product page is the 402 page, and nothing is written', async (t) => {
+  const locked = await signUpOwner(app, 'Locked Co');
+  const product = await apiProduct(locked, { variants: [{ sku: sku('L') }] });
+  const variant = product.variants[0];
+  await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'suspended' });
+  app.sessionCache.evict('all');
+  for (const path of ['/app/products', `/app/products/${product.id}`, '/app/products/new', `/app/products/${product.id}/edit`, `/app/products/${product.id}/variants/${variant.id}/edit`]) {
+    const res = await locked.client.get(path);
+    t.is(res.status, 402, path);
+    t.true(res.text.includes('This workspace is locked'), path);
+  }
+  for (const [path, fields] of [
+    ['/app/products/new', productForm()],
+    [`/app/products/${product.id}/edit`, productForm({ sku: product.sku, name: 'Changed' })],
+    [`/app/products/${product.id}/variants/${variant.id}/delete`, {}],
+  ] as const) {
+    t.is((await postForm(locked.client, path, fields)).status, 402, path);
+  }
+  await app.db('workspaces').where({ id: locked.workspace.id }).update({ status: 'active' });
+  app.sessionCache.evict('all');
+  t.deepEqual((await ok(locked.client.get(`/api/v1/products/${product.id}`))).product, product);
+});
