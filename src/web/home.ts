@@ -1,4 +1,5 @@
 /** The home page, /app: what needs the salesperson's attention today. */
+import type { z } from 'zod';
 import { html, type Html } from '../templates.js';
 import { NotFound } from '../errors.js';
 import type { AppDeps } from '../http/deps.js';
@@ -7,8 +8,9 @@ import type { Db } from '../db/database.js';
 import { amountText } from '../money.js';
 import { dateText } from '../dates.js';
 import { acceptedNotConverted, quotesAwaitingAnswer, quotesExpiringSoon } from '../quotes/home.js';
-import type { QuoteJson } from '../quotes/service.js';
-import { recentOrders, type OrderJson } from '../orders/service.js';
+import type { quoteOut } from '../quotes/schema.js';
+import { recentOrders } from '../orders/service.js';
+import type { orderOut } from '../orders/schema.js';
 import { getCustomer } from '../customers/service.js';
 import { page, type PageDef } from './page.js';
 import { shell } from './layout.js';
@@ -17,8 +19,9 @@ import { shell } from './layout.js';
 const BOX_ROWS = 10;
 const EXPIRING_DAYS = 7;
 
-type Quote = QuoteJson & { customer_name: string | null; customer_email: string | null; currency: string; total: string } & Record<string, unknown>;
-type Order = OrderJson & { order_number: string | null; customer_id: number | null; currency: string; total: string; placed_at: string | null; created_at: string };
+/** A quote and an order as the API answers them. */
+type Quote = z.output<typeof quoteOut>;
+type Order = z.output<typeof orderOut>;
 
 interface Column<T> {
   label: string;
@@ -83,7 +86,7 @@ export function homePages({ db }: AppDeps): PageDef[] {
           quotesExpiringSoon(db, access, EXPIRING_DAYS, BOX_ROWS + 1),
           acceptedNotConverted(db, access, BOX_ROWS + 1),
           recentOrders(db, access, BOX_ROWS),
-        ])) as [Quote[], Quote[], Quote[], Order[]];
+        ])) as unknown as [Quote[], Quote[], Quote[], Order[]];
         const customers = await customerNames(db, access, orders);
         return shell(auth, {
           title: 'Home',

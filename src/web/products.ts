@@ -2,12 +2,13 @@
 import type { z } from 'zod';
 import { NotFound, Validation, type HttpError } from '../errors.js';
 import type { AppDeps } from '../http/deps.js';
+import type { Principal } from '../http/principal.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
 import { dateText, timeText } from '../dates.js';
 import { moneyText } from '../money.js';
-import { createProductBody, createVariantBody, listProductsQuery, productStatuses, productTypes, updateProductBody, updateVariantBody } from '../products/schema.js';
-import { addVariant, createProduct, deleteVariant, getProduct, productPage, updateProduct, updateVariant, type ProductJson, type VariantJson } from '../products/service.js';
+import { createProductBody, createVariantBody, listProductsQuery, productOut, productStatuses, productTypes, updateProductBody, updateVariantBody, variantOut } from '../products/schema.js';
+import { addVariant, createProduct, deleteVariant, getProduct, productPage, updateProduct, updateVariant } from '../products/service.js';
 import { page, redirect, type PageDef, type PageInput } from './page.js';
 import { shell } from './layout.js';
 import { field, fieldErrors, formProblem, formText, select, textarea, type FieldErrors } from './forms.js';
@@ -15,17 +16,9 @@ import { badge, pageNumber, pager, withQuery } from './lists.js';
 
 const productsQuery = listProductsQuery.extend({ page: pageNumber });
 
-type Product = ProductJson & {
-  name: string;
-  type: string;
-  status: string;
-  brand: string | null;
-  category: string | null;
-  description: string | null;
-  created_at: string;
-  updated_at: string;
-};
-type Variant = VariantJson & { name: string | null; attributes: Record<string, unknown> };
+/** A product and a variant as the API answers them (getProduct's JSON). */
+type Product = z.output<typeof productOut>;
+type Variant = z.output<typeof variantOut>;
 
 const productFields = ['sku', 'name', 'type', 'status', 'brand', 'category', 'description'] as const;
 const variantFields = ['sku', 'name', 'price', 'attributes'] as const;
@@ -155,19 +148,19 @@ const back = (href: string, text: string) => html`<p class="back"><a href="${hre
 // ---------------------------------------------------------------------------------------------
 
 export function productPages({ db }: AppDeps): PageDef[] {
-  const productOf = async (auth: PageInput<unknown>['auth'], id: number) => (await getProduct(db, auth.access, id)) as Product;
+  const productOf = async (auth: Principal, id: number) => (await getProduct(db, auth.access, id)) as unknown as Product;
 
   const variantOf = (product: Product, variantId: number): Variant => {
     const variant = product.variants.find((v) => v.id === variantId);
     if (!variant) throw new NotFound('Variant not found.');
-    return variant as Variant;
+    return variant;
   };
 
   const listPage = async ({ auth, query, flash }: PageInput<z.output<typeof productsQuery>>) => {
     const { page: number, ...filters } = query;
     const found = await productPage(db, auth.access, filters, number);
     const filtered = Object.values(filters).some((v) => v !== undefined);
-    const rows = (found.rows as Product[]).map(
+    const rows = (found.rows as unknown as Product[]).map(
       (p) => html`<tr>
   <td data-label="Name"><a href="/app/products/${p.id}">${p.name}</a></td>
   <td data-label="SKU">${p.sku}</td>
@@ -237,7 +230,7 @@ ${pager('/app/products', query, found, 'products')}`,
     product.variants.length
       ? html`<div class="table-wrap"><table class="list">
   <thead><tr><th scope="col">SKU</th><th scope="col">Name</th><th scope="col" class="num">Price</th><th scope="col">Attributes</th><th scope="col">Actions</th></tr></thead>
-  <tbody>${(product.variants as Variant[]).map(
+  <tbody>${product.variants.map(
     (v) => html`<tr>
     <td data-label="SKU">${v.sku}</td>
     <td data-label="Name">${v.name ?? '—'}</td>
