@@ -5,11 +5,19 @@ import { page, pageAnswer, pageRouter, type Authenticate, type PageDef } from '.
 import { serveAssets } from './assets.js';
 import { accountPages } from './account.js';
 import { homePages } from './home.js';
+import { settingsPages } from './settings.js';
+import { quotePages } from './quotes.js';
 import { productPages } from './products.js';
 
 /** Every page of the app, in one table: what src/server/app.ts serves and the tests walk. */
 export function appPages(deps: AppDeps): PageDef[] {
-  return [...accountPages(deps), ...homePages(deps), ...productPages(deps)];
+  return [
+    ...accountPages(deps),
+    ...homePages(deps),
+    ...quotePages(deps),
+    ...productPages(deps),
+    ...settingsPages(deps),
+  ];
 }
 
 /** A path under /app that no page has: the 404 page, in the shell once signed in. */
