@@ -1,7 +1,9 @@
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereExact, whereSearch } from '../db/scoped.js';
-import { jsonPages, type JsonPage } from '../db/keyset.js';
+import { listPages, type JsonPage } from '../db/keyset.js';
+import type { ListQuery } from '../db/list-query.js';
+import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, NotFound } from '../errors.js';
 import { assertChannelAccess, whereReadable, type ChannelRole } from './access.js';
@@ -55,14 +57,24 @@ export async function getChannel(db: Db, access: Access, id: number): Promise<{ 
   return { channel, members: members.map((m: { json: MemberJson }) => m.json) };
 }
 
-/** The channels the caller may read (owners: all; members: those they have a role on), filtered, as JSON pages. */
-export function listChannels(db: Db, access: Access, filters: ChannelFilters): AsyncGenerator<JsonPage> {
+/** The channels the caller may read (owners: all; members: those they have a role on), filtered. */
+function channelList(db: Db, access: Access, filters: Partial<ChannelFilters>): ListQuery {
   const filtered = () => {
     const query = whereReadable(scoped(db, 'channels as c', access.workspaceId), db, access, 'c.id');
     whereExact(query, { 'c.type': filters.type, 'c.ownership': filters.ownership, 'c.status': filters.status, 'c.country': filters.country });
     return whereSearch(query, ['c.name'], filters.q);
   };
-  return jsonPages(db, filtered, 'c.id', channelJson());
+  return { base: filtered, idColumn: 'c.id', json: channelJson() };
+}
+
+/** The channels the caller may read, filtered, as JSON pages. */
+export function listChannels(db: Db, access: Access, filters: ChannelFilters): AsyncGenerator<JsonPage> {
+  return listPages(db, channelList(db, access, filters));
+}
+
+/** Page `page` of the channels the caller may read, filtered, newest first, with their count (the app's list). */
+export function channelPage(db: Db, access: Access, filters: Partial<ChannelFilters>, page: number): Promise<NumberedPage<ChannelJson>> {
+  return numberedListPage<ChannelJson>(db, channelList(db, access, filters), page);
 }
 
 /** Owner only (checked by the route's access kind). */

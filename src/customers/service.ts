@@ -2,7 +2,9 @@ import { userOf, type Access } from '../access.js';
 import { channelLacking, rolesFor } from '../channels/access.js';
 import type { Db } from '../db/database.js';
 import { scoped, scopedById, unfiltered, whereSearch } from '../db/scoped.js';
-import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
+import { listPages, type JsonPage } from '../db/keyset.js';
+import { textsList, type ListQuery } from '../db/list-query.js';
+import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
 import { givenFields } from '../db/fields.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { emit, emitSelected, type EventType } from '../events/outbox.js';
@@ -24,10 +26,20 @@ export async function getCustomer(db: Db, access: Access, id: number): Promise<C
   return row.json;
 }
 
+/** The customers, filtered by `q`; the whole list from its texts. */
+function customerList(db: Db, access: Access, filters: { q?: string }): ListQuery {
+  if (unfiltered(filters)) return textsList(db, 'customer_texts', access.workspaceId);
+  return { base: () => whereSearch(scoped(db, 'customers as c', access.workspaceId), ['c.name', 'c.email', 'c.company'], filters.q), idColumn: 'c.id', json: 'c.api_json' };
+}
+
 /** The filtered list, by id, as JSON pages rendered by the database. */
 export function listCustomers(db: Db, access: Access, filters: { q?: string }): AsyncGenerator<JsonPage> {
-  if (unfiltered(filters)) return textPages(db, 'customer_texts', access.workspaceId);
-  return jsonPages(db, () => whereSearch(scoped(db, 'customers as c', access.workspaceId), ['c.name', 'c.email', 'c.company'], filters.q), 'c.id', 'c.api_json');
+  return listPages(db, customerList(db, access, filters));
+}
+
+/** Page `page` of the customers, filtered, newest first, with their count (the app's list). */
+export function customerPage(db: Db, access: Access, filters: { q?: string }, page: number): Promise<NumberedPage<CustomerJson>> {
+  return numberedListPage<CustomerJson>(db, customerList(db, access, filters), page);
 }
 
 /** A customer to create or update by email (the natural key); an omitted field is left as it is. */
@@ -130,8 +142,11 @@ const dependentsText = (visible: string) => `
          (q.unseen + o.unseen)::int as hidden
   from q, o`;
 
-/** The customer's dependents as the caller sees them (see Dependents): one query. */
-async function dependentsOf(trx: Db, access: Access, id: number): Promise<Dependents> {
+/**
+ * The customer's dependents as the caller sees them (see Dependents), what a deletion without `cascade` answers 409
+ * with: one query. Zeros for an id that names no customer of the workspace.
+ */
+export async function customerDependents(trx: Db, access: Access, id: number): Promise<Dependents> {
   const ws = access.workspaceId;
   if (access.channels === 'all') {
     const { rows } = await trx.raw(dependentsText('true'), [ws, id, ws, id, ws, id]);
@@ -180,7 +195,7 @@ export async function deleteCustomer(trx: Db, access: Access, id: number, cascad
   const locked = await scoped(trx, 'customers', access.workspaceId).where({ id }).forUpdate().first('id');
   if (!locked) throw new NotFound('Customer not found.');
   const customer = await getCustomer(trx, access, id);
-  const dependents = await dependentsOf(trx, access, id);
+  const dependents = await customerDependents(trx, access, id);
   if (Object.values(dependents).some((n) => n > 0)) {
     if (!cascade) {
       const hidden = dependents.hidden > 0 ? ` ${dependents.hidden} of them are on channels you have no role on, so only someone with access to those can.` : '';

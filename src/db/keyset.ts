@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
-import { scoped } from './scoped.js';
+import { textsList, type ListQuery } from './list-query.js';
 import { copyRows, inlineSql, type LentText } from './copy-out.js';
 import { giveBackBytes } from './pglite-thread.js';
 import { assertTenancy } from './tenancy.js';
@@ -62,15 +62,18 @@ export async function* jsonPages(db: Db, base: () => Knex.QueryBuilder, idColumn
   }
 }
 
+/** A list (see ListQuery) as JSON pages. */
+export function listPages(db: Db, list: ListQuery): AsyncGenerator<JsonPage> {
+  return jsonPages(db, list.base, list.idColumn, list.json);
+}
+
 /**
- * A whole list, unfiltered: the texts kept beside its table (`quote_texts`, `order_texts`, `customer_texts`,
- * `product_texts`: workspace_id, id and the stored text alone, kept by the statements that write the table), read in
- * the same pages. PostgreSQL finds a text in those narrow rows without walking
- * the table's other columns, and reads no page that holds them. A filtered list reads its table, where the
- * filtered columns are.
+ * A whole list, unfiltered: the texts kept beside its table (db/list-query.ts `textsList`), read in the same pages.
+ * PostgreSQL finds a text in those narrow rows without walking the table's other columns, and reads no page that
+ * holds them. A filtered list reads its table, where the filtered columns are.
  */
 export function textPages(db: Db, texts: string, workspaceId: number): AsyncGenerator<JsonPage> {
-  return jsonPages(db, () => scoped(db, `${texts} as t`, workspaceId), 't.id', 't.json');
+  return listPages(db, textsList(db, texts, workspaceId));
 }
 
 /** The page through COPY, in one round trip: its rows (id, text) in order, joined by copy-out.ts as they arrive. */

@@ -1,6 +1,9 @@
+import type { Knex } from 'knex';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
+import { listPages, type JsonPage } from '../db/keyset.js';
+import { textsList, type ListQuery } from '../db/list-query.js';
+import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
 import { scoped, scopedById, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { givenFields } from '../db/fields.js';
@@ -57,17 +60,38 @@ export async function getOrder(db: Db, access: Access, id: number) {
   return withItems(db, access.workspaceId, id);
 }
 
+/**
+ * The orders the caller may read (channel roles: a member sees no order of a channel they hold no role on), filtered:
+ * the one query behind the JSON list, the app's numbered page and the home page's recent orders.
+ */
+function readableOrders(db: Db, access: Access, filters: Partial<OrderFilters>): Knex.QueryBuilder {
+  const query = whereReadable(scoped(db, 'orders as o', access.workspaceId), db, access, 'o.channel_id');
+  // The customer is joined only to search its name and email.
+  if (filters.q) query.leftJoin('customers as c', 'c.id', 'o.customer_id');
+  whereExact(query, { 'o.status': filters.status, 'o.channel_id': filters.channel_id, 'o.customer_id': filters.customer_id });
+  return whereSearch(query, ['o.order_number', 'o.external_id', 'c.name', 'c.email'], filters.q);
+}
+
+/** The list of orders the caller may read, filtered; the whole list of a caller who reads every channel from its texts. */
+function orderList(db: Db, access: Access, filters: Partial<OrderFilters>): ListQuery {
+  if (access.channels === 'all' && unfiltered(filters)) return textsList(db, 'order_texts', access.workspaceId);
+  return { base: () => readableOrders(db, access, filters), idColumn: 'o.id', json: 'o.api_json' };
+}
+
 /** The orders the caller may read, filtered, by id, as JSON pages. */
 export function listOrders(db: Db, access: Access, filters: OrderFilters): AsyncGenerator<JsonPage> {
-  if (access.channels === 'all' && unfiltered(filters)) return textPages(db, 'order_texts', access.workspaceId);
-  const filtered = () => {
-    const query = whereReadable(scoped(db, 'orders as o', access.workspaceId), db, access, 'o.channel_id');
-    // The customer is joined only to search its name and email.
-    if (filters.q) query.leftJoin('customers as c', 'c.id', 'o.customer_id');
-    whereExact(query, { 'o.status': filters.status, 'o.channel_id': filters.channel_id, 'o.customer_id': filters.customer_id });
-    return whereSearch(query, ['o.order_number', 'o.external_id', 'c.name', 'c.email'], filters.q);
-  };
-  return jsonPages(db, filtered, 'o.id', 'o.api_json');
+  return listPages(db, orderList(db, access, filters));
+}
+
+/** Page `page` of the orders the caller may read, filtered, newest first, with their count (the app's list). */
+export function orderPage(db: Db, access: Access, filters: Partial<OrderFilters>, page: number): Promise<NumberedPage<OrderJson>> {
+  return numberedListPage<OrderJson>(db, orderList(db, access, filters), page);
+}
+
+/** The caller's `limit` newest orders (by id) they may read: the home page's. */
+export async function recentOrders(db: Db, access: Access, limit: number): Promise<OrderJson[]> {
+  const rows = await readableOrders(db, access, {}).orderBy('o.id', 'desc').limit(limit).select(db.raw(`${orderJson()} as json`));
+  return rows.map((r: { json: OrderJson }) => r.json);
 }
 
 /** Status and notes; `order.updated` with the order and its items. */

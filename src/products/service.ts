@@ -1,7 +1,9 @@
 import type { Access } from '../access.js';
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
-import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
+import { listPages, type JsonPage } from '../db/keyset.js';
+import { textsList, type ListQuery } from '../db/list-query.js';
+import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
 import { givenFields } from '../db/fields.js';
 import { likePattern, scoped, unfiltered, whereExact } from '../db/scoped.js';
 import { Conflict, NotFound } from '../errors.js';
@@ -82,13 +84,23 @@ async function getVariant(db: Db, workspaceId: number, id: number): Promise<Vari
   return row.json;
 }
 
-/** The filtered list, by id, variants embedded, as JSON pages rendered by the database. */
-export function listProducts(db: Db, access: Access, filters: ProductFilters): AsyncGenerator<JsonPage> {
-  if (unfiltered(filters)) return textPages(db, 'product_texts', access.workspaceId);
-  return jsonPages(db, () => filteredProducts(db, access.workspaceId, filters), 'p.id', productText());
+/** The products, filtered, variants embedded; the whole list from its texts. */
+function productList(db: Db, access: Access, filters: Partial<ProductFilters>): ListQuery {
+  if (unfiltered(filters)) return textsList(db, 'product_texts', access.workspaceId);
+  return { base: () => filteredProducts(db, access.workspaceId, filters), idColumn: 'p.id', json: productText() };
 }
 
-function filteredProducts(db: Db, workspaceId: number, filters: ProductFilters): Knex.QueryBuilder {
+/** The filtered list, by id, variants embedded, as JSON pages rendered by the database. */
+export function listProducts(db: Db, access: Access, filters: ProductFilters): AsyncGenerator<JsonPage> {
+  return listPages(db, productList(db, access, filters));
+}
+
+/** Page `page` of the products, filtered, newest first, variants embedded as getProduct gives them, with their count. */
+export function productPage(db: Db, access: Access, filters: Partial<ProductFilters>, page: number): Promise<NumberedPage<ProductJson>> {
+  return numberedListPage<ProductJson>(db, productList(db, access, filters), page);
+}
+
+function filteredProducts(db: Db, workspaceId: number, filters: Partial<ProductFilters>): Knex.QueryBuilder {
   const query = scoped(db, 'products as p', workspaceId);
   whereExact(query, { 'p.type': filters.type, 'p.status': filters.status, 'p.brand': filters.brand });
   if (filters.q) {

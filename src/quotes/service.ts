@@ -1,7 +1,10 @@
 /** Quotes: create, read, update, delete and list, and a draft's lines. */
+import type { Knex } from 'knex';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
-import { jsonPages, textPages, type JsonPage } from '../db/keyset.js';
+import { listPages, type JsonPage } from '../db/keyset.js';
+import { textsList, type ListQuery } from '../db/list-query.js';
+import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { emit } from '../events/outbox.js';
@@ -13,7 +16,7 @@ import { isNumericOverflow } from '../db/errors.js';
 import { upsertCustomer } from '../customers/service.js';
 import { takeQuoteNumber } from './numbering.js';
 import { assertLineFits, insertLine, priceLine, recalculate, tooMuchDiscount, totalOverflow, variantsBySku, type Variant } from './pricing.js';
-import type { LineChanges, LineInput, QuoteChanges, QuoteFilters, QuoteInput, QuoteStatus } from './schema.js';
+import { quoteStatuses, type LineChanges, type LineInput, type QuoteChanges, type QuoteFilters, type QuoteInput, type QuoteStatus } from './schema.js';
 
 export type QuoteJson = Record<string, unknown> & { id: number; status: QuoteStatus; quote_number: string; channel_id: number | null };
 export type LineJson = Record<string, unknown> & { id: number };
@@ -88,15 +91,39 @@ export async function getQuote(db: Db, access: Access, id: number) {
   return { quote, lines: await linesOf(db, access, id), activities: await activitiesOf(db, access.workspaceId, id) };
 }
 
+/**
+ * The quotes the caller may read (channel roles: a member sees no quote of a channel they hold no role on), filtered:
+ * the one query behind the JSON list, the app's numbered page, the status counts and the home page's lists.
+ */
+export function readableQuotes(db: Db, access: Access, filters: Partial<QuoteFilters>): Knex.QueryBuilder {
+  const query = whereReadable(scoped(db, 'quotes as q', access.workspaceId), db, access, 'q.channel_id');
+  whereExact(query, { 'q.status': filters.status, 'q.channel_id': filters.channel_id, 'q.customer_id': filters.customer_id });
+  return whereSearch(query, ['q.quote_number', 'q.customer_name', 'q.customer_email'], filters.q);
+}
+
+/** The list of quotes the caller may read, filtered; the whole list of a caller who reads every channel from its texts. */
+function quoteList(db: Db, access: Access, filters: Partial<QuoteFilters>): ListQuery {
+  if (access.channels === 'all' && unfiltered(filters)) return textsList(db, 'quote_texts', access.workspaceId);
+  return { base: () => readableQuotes(db, access, filters), idColumn: 'q.id', json: 'q.api_json' };
+}
+
 /** The quotes the caller may read, filtered, by id, as JSON pages. */
 export function listQuotes(db: Db, access: Access, filters: QuoteFilters): AsyncGenerator<JsonPage> {
-  if (access.channels === 'all' && unfiltered(filters)) return textPages(db, 'quote_texts', access.workspaceId);
-  const filtered = () => {
-    const query = whereReadable(scoped(db, 'quotes as q', access.workspaceId), db, access, 'q.channel_id');
-    whereExact(query, { 'q.status': filters.status, 'q.channel_id': filters.channel_id, 'q.customer_id': filters.customer_id });
-    return whereSearch(query, ['q.quote_number', 'q.customer_name', 'q.customer_email'], filters.q);
-  };
-  return jsonPages(db, filtered, 'q.id', 'q.api_json');
+  return listPages(db, quoteList(db, access, filters));
+}
+
+/** Page `page` of the quotes the caller may read, filtered, newest first, with their count (the app's list). */
+export function quotePage(db: Db, access: Access, filters: Partial<QuoteFilters>, page: number): Promise<NumberedPage<QuoteJson>> {
+  return numberedListPage<QuoteJson>(db, quoteList(db, access, filters), page);
+}
+
+/** How many of the quotes the caller may read, filtered, have each status (0 for none): one query, for the status tabs. */
+export async function quoteStatusCounts(db: Db, access: Access, filters: Partial<Omit<QuoteFilters, 'status'>>): Promise<Record<QuoteStatus, number>> {
+  // A status passed anyway (a page's whole query) must not narrow the tabs' counts to its own.
+  const rows = await readableQuotes(db, access, { ...filters, status: undefined }).groupBy('q.status').select('q.status', db.raw('count(*)::int as n'));
+  const counts = Object.fromEntries(quoteStatuses.map((status) => [status, 0])) as Record<QuoteStatus, number>;
+  for (const { status, n } of rows as { status: QuoteStatus; n: number }[]) counts[status] = n;
+  return counts;
 }
 
 async function resolveCustomer(trx: Db, access: Access, input: Pick<QuoteInput, 'customer_id' | 'customer'>) {

@@ -1,0 +1,59 @@
+import type { Knex } from 'knex';
+import type { Db } from './database.js';
+import type { ListQuery } from './list-query.js';
+
+/** Rows on a page of the app's HTML lists (the spec's page size for them). */
+export const NUMBERED_PAGE_SIZE = 50;
+
+/**
+ * One numbered page of a list, newest first. `pages` is at least 1 (an empty list has one empty page); a `page`
+ * past the end has no rows, and the page showing it decides what to say.
+ */
+export interface NumberedPage<T> {
+  rows: T[];
+  total: number;
+  page: number;
+  size: number;
+  pages: number;
+}
+
+/**
+ * Page `page` of a list: `size` rows by id descending, after the (page - 1) * size newest, and the count of the whole
+ * filtered list. `json` is a row's SQL JSON expression, selected as objects (cast to json: text or json alike).
+ * `base` builds the filtered, workspace-scoped query afresh (with `scoped()`, as keyset.ts's lists do), for the rows
+ * and for the count. On a pool the two statements run side by side (the embedded database queues them on its one
+ * connection); in a transaction one after the other, its one connection running a statement at a time. A page
+ * number below 1, or none, counts as 1.
+ */
+export async function numberedPage<T>(
+  db: Db,
+  base: () => Knex.QueryBuilder,
+  opts: { idColumn: string; json: string; page: number; size?: number },
+): Promise<NumberedPage<T>> {
+  const size = opts.size ?? NUMBERED_PAGE_SIZE;
+  const page = pageNumber(opts.page, size);
+  const rows = () =>
+    base()
+      .orderBy(opts.idColumn, 'desc')
+      .offset((page - 1) * size)
+      .limit(size)
+      .select(db.raw(`(${opts.json})::json as json`));
+  const count = () => base().first(db.raw('count(*)::int as n'));
+  const [found, counted] = db.isTransaction ? [await rows(), await count()] : await Promise.all([rows(), count()]);
+  const total: number = counted?.n ?? 0;
+  return { rows: found.map((r: { json: T }) => r.json), total, page, size, pages: Math.max(1, Math.ceil(total / size)) };
+}
+
+/** numberedPage over an area's list (see ListQuery). */
+export function numberedListPage<T>(db: Db, list: ListQuery, page: number, size?: number): Promise<NumberedPage<T>> {
+  return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size });
+}
+
+/**
+ * A whole page number of at least 1; a number too large to skip that many rows exactly (past any list) is held at
+ * the largest that can, whose page is as empty.
+ */
+function pageNumber(page: number, size: number): number {
+  if (!(page >= 1)) return 1; // NaN too
+  return Math.min(Math.floor(page), Math.floor(Number.MAX_SAFE_INTEGER / size));
+}
