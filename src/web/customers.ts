@@ -127,7 +127,7 @@ export function customerPages({ db }: AppDeps): PageDef[] {
 <section class="card">
   <h2>Delete</h2>
   <p>Deleting a customer cannot be undone. If they have quotes, orders or tracked visitors, you are asked to confirm deleting those too.</p>
-  <form method="post" action="/app/customers/${customer.id}/delete"><button type="submit" class="danger">Delete customer</button></form>
+  <form method="post" action="/app/customers/${customer.id}/delete" data-confirm="Delete ${customerTitle(customer)}?"><button type="submit" class="danger">Delete customer</button></form>
 </section>`,
     });
   };
