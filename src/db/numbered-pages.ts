@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
+import { inlineSql } from './copy-out.js';
 import type { ListQuery } from './list-query.js';
+import { assertTenancy } from './tenancy.js';
 
 /** Rows on a page of the app's HTML lists (the spec's page size for them). */
 export const NUMBERED_PAGE_SIZE = 50;
@@ -33,15 +35,44 @@ export async function numberedPage<T>(
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const page = pageNumber(opts.page, size);
   const rows = () =>
-    base()
-      .orderBy(opts.idColumn, 'desc')
-      .offset((page - 1) * size)
-      .limit(size)
-      .select(db.raw(`(${opts.json})::json as json`));
+    pageRows<T>(
+      db,
+      base()
+        .orderBy(opts.idColumn, 'desc')
+        .offset((page - 1) * size)
+        .limit(size)
+        .select(db.raw(`(${opts.json})::text as json`)),
+    );
   const count = () => base().first(db.raw('count(*)::int as n'));
   const [found, counted] = db.isTransaction ? [await rows(), await count()] : await Promise.all([rows(), count()]);
   const total: number = counted?.n ?? 0;
-  return { rows: found.map((r: { json: T }) => r.json), total, page, size, pages: Math.max(1, Math.ceil(total / size)) };
+  return { rows: found, total, page, size, pages: Math.max(1, Math.ceil(total / size)) };
+}
+
+/**
+ * The page's rows (their `json` texts, parsed), read with bitmap scans off as keyset.ts reads its pages, and for its
+ * reason: before a table has statistics (a fresh import) the planner fetches every row of the workspace through a
+ * bitmap and sorts them all, where the ordered index scan reads only the rows up to the page's end. The setting is
+ * the statement's alone: on PostgreSQL it goes in the same simple query (one round trip; the values written in, as
+ * COPY's are, by copy-out.ts inlineSql), on the embedded database it is an option of the query (pglite-worker.ts,
+ * which takes it with texts as bytes). In the caller's transaction it would outlast the page: there the plan is the
+ * planner's.
+ */
+async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
+  let rows: { json: string | Buffer }[];
+  if (db.isTransaction) rows = await query;
+  else if (db.client.config.client === 'pg') {
+    const native = query.toSQL().toNative();
+    assertTenancy(native.sql); // sent around knex, so around its check too
+    const connection = await db.client.acquireConnection();
+    try {
+      const results = await (connection as { query(sql: string): Promise<{ rows: { json: string }[] }[]> }).query(`set local enable_bitmapscan = off; ${inlineSql(native)}`);
+      rows = results[1].rows;
+    } finally {
+      await db.client.releaseConnection(connection);
+    }
+  } else rows = await query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' } });
+  return rows.map((r) => JSON.parse(r.json.toString()) as T);
 }
 
 /** numberedPage over an area's list (see ListQuery). */

@@ -282,7 +282,7 @@ test("a customer's dependents, as the caller sees them: the counts the delete's 
   }
 });
 
-test('numberedPage: inside a transaction, the same page; its count is of the filtered query', async (t) => {
+test('numberedPage: inside a transaction, the same page; its count is of the filtered query; a list not limited to a workspace is refused', async (t) => {
   const outside = await quotePage(db(), asMia, { customer_id: grace }, 2);
   const inside = await db().transaction((trx) => quotePage(trx, asMia, { customer_id: grace }, 2));
   t.deepEqual(inside, outside);
@@ -290,4 +290,11 @@ test('numberedPage: inside a transaction, the same page; its count is of the fil
   const small = await numberedPage<{ id: number }>(db(), base, { idColumn: 'q.id', json: `json_build_object('id', q.id)`, page: 7, size: 7 });
   const adas = ids(quotes.filter((q) => q.customer_id === ada)).reverse();
   t.deepEqual(small, { rows: adas.slice(42, 49).map((id) => ({ id })), total: 60, page: 7, size: 7, pages: 9 });
+  // A list not limited to a workspace is refused before it is sent, its page's statement as well as its count's.
+  const unscoped = () => db()('quotes as q');
+  await t.throwsAsync(numberedPage(db(), unscoped, { idColumn: 'q.id', json: 'q.api_json', page: 1 }), { name: 'TenancyViolation' });
+  // The rows' statement is built first: unscoped, while the count's is scoped.
+  let built = 0;
+  const rowsUnscoped = () => (built++ === 0 ? unscoped() : base());
+  await t.throwsAsync(numberedPage(db(), rowsUnscoped, { idColumn: 'q.id', json: 'q.api_json', page: 1 }), { name: 'TenancyViolation' });
 });
