@@ -87,7 +87,6 @@ export function customerPages({ db }: AppDeps): PageDef[] {
       orderPage(db, access, { customer_id: id }, 1) as Promise<unknown> as Promise<NumberedPage<Order>>,
       customerEvents(db, access, id, limit) as Promise<unknown> as Promise<TrackEvent[]>,
     ]);
-    const ordersOf = new Map([[customer.id, customer]]);
     return shell(auth, {
       title: customerTitle(customer),
       section: 'customers',
@@ -113,16 +112,16 @@ export function customerPages({ db }: AppDeps): PageDef[] {
 </section>
 <section class="card">
   <h2>Orders <span class="count">${orders.total}</span></h2>
-  ${orders.rows.length ? ordersTable(orders.rows, ordersOf) : html`<p class="empty">No orders.</p>`}
+  ${orders.rows.length ? ordersTable(orders.rows, null) : html`<p class="empty">No orders.</p>`}
   ${orders.total > orders.rows.length ? html`<p><a href="/app/orders?customer_id=${customer.id}">All ${orders.total} orders of this customer</a></p>` : ''}
 </section>
 <section class="card">
   <h2>Browsing</h2>
   ${events.length ? eventsTable(events) : html`<p class="empty">No tracked events for this customer.</p>`}
-  <form method="get" action="/app/customers/${customer.id}" class="filters" aria-label="Events shown">
+  ${events.length ? html`<form method="get" action="/app/customers/${customer.id}" class="filters" aria-label="Events shown">
     ${field({ name: 'limit', label: 'Events shown', type: 'number', value: limit, attrs: html` min="1" max="200"`, required: true, hint: 'The newest, up to 200.' })}
     <button type="submit">Show</button>
-  </form>
+  </form>` : ''}
 </section>
 <section class="card">
   <h2>Delete</h2>
@@ -148,7 +147,6 @@ export function customerPages({ db }: AppDeps): PageDef[] {
     ${counted(dependents.visitors, 'tracked visitor, with their browsing events', 'tracked visitors, with their browsing events')}
     ${counted(dependents.hidden, 'quote or order on a channel you have no role on', 'quotes or orders on channels you have no role on')}
   </ul>
-  <p class="muted">${error.message}</p>
   <div class="actions">
     <form method="post" action="/app/customers/${customer.id}/delete">
       <input type="hidden" name="cascade" value="true">

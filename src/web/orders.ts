@@ -48,10 +48,11 @@ export const orderName = (order: Order): string => (order.order_number ? String(
 const customerName = (customer: Customer | undefined): string =>
   customer ? `${customer.name || customer.email}${customer.company ? ` (${customer.company})` : ''}` : '';
 
-/** The channels the caller may read, for a filter: a select of them, or an id field when there are more than a page. */
+/** The channels the caller may read, for a filter: a select of them, an id field when there are more than a page, nothing when none. */
 export async function channelFilter(db: Db, access: Access, current: number | undefined): Promise<Html> {
   const channels = await channelPage(db, access, {}, 1);
   const value = current === undefined ? '' : String(current);
+  if (channels.total === 0 && current === undefined) return html``;
   if (channels.pages > 1) return field({ name: 'channel_id', label: 'Channel id', type: 'number', value, attrs: html` min="1"` });
   return select({
     name: 'channel_id', label: 'Channel', value,
@@ -96,7 +97,6 @@ export function orderPages({ db }: AppDeps): PageDef[] {
 ${formProblem(errors, ['status', 'notes'])}
 <section class="card">
   <dl class="meta">
-    <div><dt>Status</dt><dd>${badge(order.status)}</dd></div>
     <div><dt>Total</dt><dd>${amountText(currency, order.total)}</dd></div>
     <div><dt>Customer</dt><dd>${customer ? html`<a href="/app/customers/${customer.id}">${customerName(customer)}</a>` : html`<span class="muted">None</span>`}</dd></div>
     <div><dt>Source</dt><dd>${sourceText}</dd></div>
@@ -178,16 +178,16 @@ async function filterForm(db: Db, access: Access, filters: Partial<OrderFilters>
 ${filters.customer_id ? html`<p>Orders of <a href="/app/customers/${filters.customer_id}">${customer ? customerName(customer) : `customer ${filters.customer_id}`}</a> · <a href="${withQuery('/app/orders', filters, { customer_id: undefined })}">all customers</a></p>` : ''}`;
 }
 
-/** Orders as the list and a customer's page show them. */
-export function ordersTable(orders: Order[], customers: Map<number, Customer>): Html {
+/** Orders as the list shows them; a customer's page shows them without the customer column (`customers` null). */
+export function ordersTable(orders: Order[], customers: Map<number, Customer> | null): Html {
   return html`<div class="table-wrap"><table class="list">
-  <thead><tr><th scope="col">Order</th><th scope="col">Customer</th><th scope="col">Status</th><th scope="col" class="num">Total</th><th scope="col">Source</th><th scope="col">Placed</th></tr></thead>
+  <thead><tr><th scope="col">Order</th>${customers ? html`<th scope="col">Customer</th>` : ''}<th scope="col">Status</th><th scope="col" class="num">Total</th><th scope="col">Source</th><th scope="col">Placed</th></tr></thead>
   <tbody>
   ${orders.map((o) => {
-    const customer = o.customer_id ? customers.get(o.customer_id) : undefined;
+    const customer = o.customer_id ? customers?.get(o.customer_id) : undefined;
     return html`<tr>
     <td data-label="Order"><a href="/app/orders/${o.id}">${orderName(o)}</a></td>
-    <td data-label="Customer">${customer ? html`<a href="/app/customers/${customer.id}">${customerName(customer)}</a>` : html`<span class="muted">None</span>`}</td>
+    ${customers ? html`<td data-label="Customer">${customer ? html`<a href="/app/customers/${customer.id}">${customerName(customer)}</a>` : html`<span class="muted">None</span>`}</td>` : ''}
     <td data-label="Status">${badge(o.status)}</td>
     <td data-label="Total" class="num">${amountText(o.currency, o.total)}</td>
     <td data-label="Source">${sourceLabel(o)}</td>
