@@ -94,6 +94,15 @@ export async function recentOrders(db: Db, access: Access, limit: number): Promi
   return rows.map((r: { json: OrderJson }) => r.json);
 }
 
+/** The order converted from the quote (orders.quote_id), when the caller may read it; null when there is none. */
+export async function orderOfQuote(db: Db, access: Access, quoteId: number): Promise<OrderJson | null> {
+  const row = await whereReadable(scoped(db, 'orders as o', access.workspaceId), db, access, 'o.channel_id')
+    .where('o.quote_id', quoteId)
+    .orderBy('o.id')
+    .first(db.raw(`${orderJson()} as json`));
+  return row ? row.json : null;
+}
+
 /** Status and notes; `order.updated` with the order and its items. */
 export async function updateOrder(trx: Db, access: Access, id: number, changes: { status?: string; notes?: string | null }) {
   await accessibleOrder(trx, access, id, 'write', true);

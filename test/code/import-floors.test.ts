@@ -44,7 +44,7 @@ function offending(rule: (edge: { from: string; to: string }) => boolean): strin
 }
 
 test('the source tree is read: every area and the kit are there, with their imports', (t) => {
-  for (const folder of [...areas, 'http', 'server', 'cli', 'db']) t.true(files.some((f) => folderOf(f) === folder), folder);
+  for (const folder of [...areas, 'http', 'server', 'web', 'cli', 'db']) t.true(files.some((f) => folderOf(f) === folder), folder);
   t.true(edges.length > 100);
   t.true(edges.some(({ from, to }) => from === 'server/app.ts' && to === 'quotes/routes.ts'));
 });
@@ -61,6 +61,11 @@ test('the route kit (http/) imports the ground and data floors only: no area, no
 test('only the CLI imports the server, and nothing imports the CLI', (t) => {
   t.deepEqual(offending(({ from, to }) => folderOf(to) === 'server' && !['server', 'cli'].includes(folderOf(from))), []);
   t.deepEqual(offending(({ from, to }) => folderOf(to) === 'cli' && folderOf(from) !== 'cli'), []);
+});
+
+test('the app pages (web/) sit beside the API routes: only the server imports them, and they import no server or CLI file', (t) => {
+  t.deepEqual(offending(({ from, to }) => folderOf(to) === 'web' && !['web', 'server'].includes(folderOf(from))), []);
+  t.deepEqual(offending(({ from, to }) => folderOf(from) === 'web' && ['server', 'cli'].includes(folderOf(to))), []);
 });
 
 test("services and schemas import no route file, and a route file imports only its own area's files among the areas", (t) => {

@@ -1,0 +1,159 @@
+/**
+ * The quotes list page against the JSON API, for the same 50 rows. A workspace is seeded with `--rows` quotes spread
+ * evenly over `--rows / 50` customers, so every customer has exactly 50 quotes. The JSON API has no paging (a list
+ * answers every row that matches), so its answer of 50 rows is `GET /api/v1/quotes?customer_id=C`: the baseline,
+ *   A: `GET /api/v1/quotes?customer_id=C` (50 rows of JSON), against each page
+ *   B: `/app/quotes?customer_id=C` (the same 50 rows), `/app/quotes` (page 1), `/app/quotes?page=500`,
+ *      `/app/quotes?status=sent` and `/app/quotes?status=sent&page=100` (a deep page behind a filter),
+ * alternated A B A B … `--rounds` times with `--requests` sequential requests each, the whole body received,
+ * uncompressed. A page does more than the list: the status tabs' counts and the total for the pager are one more
+ * query over the filtered quotes. Prints min/median/max of each round's median and the ratio of medians (target ≤ 1.5).
+ * Then a page's first load on the wire: the HTML of /app/quotes with its stylesheet and script, gzip (target < 60 KB).
+ *   node dist/bench/app-lists.js [--db postgres,embedded] [--rows 50000] [--rounds 7] [--requests 20]
+ */
+import http from 'node:http';
+import zlib from 'node:zlib';
+import type { Knex } from 'knex';
+import { openDatabase } from '../src/db/database.js';
+import { seedCustomers } from './lists-seed.js';
+import { seedQuotes } from './quotes-seed.js';
+import {
+  benchArgs, databasesOption, dbName, freshPostgresUrl, loadAverage, median, note, onCleanup, printTable, runBench, signUp, spread, startEmbedded, startQuoting,
+  tempDataDir, withDataDir, type ChildServer, type DbKind,
+} from './lib.js';
+
+const { values } = benchArgs('app-lists.js', {
+  db: { type: 'string', default: 'postgres,embedded' },
+  rows: { type: 'string', default: '50000' },
+  rounds: { type: 'string', default: '7' },
+  requests: { type: 'string', default: '20' },
+});
+const rows = Number(values.rows);
+const rounds = Number(values.rounds);
+const requests = Number(values.requests);
+const PER_CUSTOMER = 50;
+
+async function workspaceOf(knex: Knex, email: string): Promise<number> {
+  const { rows: found } = await knex.raw('/* all workspaces: the bench finds its own workspace */ select workspace_id from users where email = ?', [email]);
+  return found[0].workspace_id;
+}
+
+async function seed(knex: Knex, workspaceId: number): Promise<number> {
+  await seedCustomers(knex, workspaceId, 1, rows / PER_CUSTOMER);
+  await seedQuotes(knex, workspaceId, 1, rows);
+  // A customer in the middle of the list: its 50 quotes are spread over the whole id range.
+  const { rows: found } = await knex.raw('select id from customers where workspace_id = ? order by id offset ? limit 1', [workspaceId, Math.floor(rows / PER_CUSTOMER / 2)]);
+  return found[0].id;
+}
+
+/** One request, the whole body read; its time in ms and its body's size. */
+async function timed(url: string, cookie: string): Promise<{ ms: number; bytes: number; status: number }> {
+  const started = performance.now();
+  const res = await fetch(url, { headers: { cookie, 'accept-encoding': 'identity' } });
+  const body = await res.arrayBuffer();
+  return { ms: performance.now() - started, bytes: body.byteLength, status: res.status };
+}
+
+/** The median of `requests` sequential requests. */
+async function round(url: string, cookie: string): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    const { ms, status } = await timed(url, cookie);
+    if (status !== 200) throw new Error(`${url} answered ${status}`);
+    samples.push(ms);
+  }
+  return median(samples);
+}
+
+interface Row {
+  db: string;
+  page: string;
+  api: number[];
+  app: number[];
+}
+
+async function measure(server: ChildServer, cookie: string, customerId: number, db: DbKind, results: Row[]): Promise<void> {
+  const baseline = `${server.url}/api/v1/quotes?customer_id=${customerId}`;
+  const check = await (await fetch(baseline, { headers: { cookie } })).json();
+  if (check.data.quotes.length !== PER_CUSTOMER) throw new Error(`the baseline has ${check.data.quotes.length} rows, not ${PER_CUSTOMER}`);
+  const pages = [`/app/quotes?customer_id=${customerId}`, '/app/quotes', '/app/quotes?page=500', '/app/quotes?status=sent', '/app/quotes?status=sent&page=100'];
+  // Warm both paths (prepared statements, caches) before anything is counted.
+  for (const path of pages) await round(`${server.url}${path}`, cookie);
+  await round(baseline, cookie);
+  for (const path of pages) {
+    const row: Row = { db: dbName(db), page: path, api: [], app: [] };
+    for (let r = 0; r < rounds; r++) {
+      row.api.push(await round(baseline, cookie));
+      row.app.push(await round(`${server.url}${path}`, cookie));
+    }
+    results.push(row);
+  }
+}
+
+/** The first load of the quotes list, gzip: the page and the files it names. */
+async function firstLoad(server: ChildServer, cookie: string): Promise<string[][]> {
+  // The bytes as they came over the socket, not decoded: what the browser downloads.
+  const gz = (url: string) =>
+    new Promise<{ raw: string; wire: number; encoding: string }>((resolve, reject) => {
+      http.get(url, { headers: { cookie, 'accept-encoding': 'gzip' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          const body = Buffer.concat(chunks);
+          const encoding = res.headers['content-encoding'] ?? 'identity';
+          resolve({ raw: (encoding === 'gzip' ? zlib.gunzipSync(body) : body).toString('utf8'), wire: body.byteLength, encoding });
+        });
+      }).on('error', reject);
+    });
+  const page = await gz(`${server.url}/app/quotes`);
+  const assets = [...page.raw.matchAll(/(?:href|src)="(\/assets\/[^"]+)"/g)].map((m) => m[1].replace(/&amp;/g, '&'));
+  const parts = [['/app/quotes', page.wire, page.encoding] as const, ...(await Promise.all(assets.map(async (a) => { const r = await gz(`${server.url}${a}`); return [a, r.wire, r.encoding] as const; })))];
+  const total = parts.reduce((sum, [, wire]) => sum + wire, 0);
+  return [...parts.map(([name, wire, encoding]) => [name, `${(wire / 1024).toFixed(1)} KB`, encoding]), ['total', `${(total / 1024).toFixed(1)} KB`, total < 60 * 1024 ? 'under 60 KB' : 'OVER 60 KB']];
+}
+
+async function onPostgres(results: Row[], weights: string[][][]): Promise<void> {
+  const url = await freshPostgresUrl();
+  const server = await startQuoting(url);
+  onCleanup(() => server.stop());
+  const { cookie, email } = await signUp(server.url);
+  const database = await openDatabase({ databaseUrl: url, dataDir: '' });
+  onCleanup(() => database.close());
+  const customerId = await seed(database.knex, await workspaceOf(database.knex, email));
+  note(`PostgreSQL: seeded ${rows} quotes`);
+  await measure(server, cookie, customerId, 'postgres', results);
+  weights.push(await firstLoad(server, cookie));
+}
+
+async function onEmbedded(results: Row[]): Promise<void> {
+  const dataDir = tempDataDir('app-lists');
+  let server = await startEmbedded(dataDir);
+  const { cookie, email } = await signUp(server.url);
+  await server.stop();
+  // The data directory is the server's alone: seed it while no server runs.
+  const customerId = await withDataDir(dataDir, async (database) => seed(database.knex, await workspaceOf(database.knex, email)));
+  note(`embedded: seeded ${rows} quotes`);
+  server = await startEmbedded(dataDir);
+  onCleanup(() => server.stop());
+  await measure(server, cookie, customerId, 'embedded', results);
+}
+
+runBench(async () => {
+  const load = [loadAverage()];
+  const results: Row[] = [];
+  const weights: string[][][] = [];
+  const dbs = databasesOption(values.db);
+  if (dbs.includes('postgres')) await onPostgres(results, weights);
+  if (dbs.includes('embedded')) await onEmbedded(results);
+  load.push(loadAverage());
+  printTable(
+    `The quotes list page against the JSON API's 50 rows (${rows} quotes), ${rounds} alternating rounds of ${requests} requests; round medians in ms, min / median / max`,
+    [
+      ['database', 'page', 'JSON API (50 rows)', 'page', 'page ÷ API'],
+      ...results.map((r) => [r.db, r.page, spread(r.api), spread(r.app), (median(r.app) / median(r.api)).toFixed(2)]),
+    ],
+  );
+  for (const weight of weights) printTable('First load of /app/quotes on the wire (gzip)', [['file', 'size', ''], ...weight]);
+  note(`load average before / after: ${load.join(' / ')}`);
+});
