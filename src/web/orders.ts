@@ -4,7 +4,7 @@ import type { AppDeps } from '../http/deps.js';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import type { Principal } from '../http/principal.js';
-import { HttpError, type Validation } from '../errors.js';
+import { Forbidden, HttpError, type Validation } from '../errors.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
 import { amountText } from '../money.js';
@@ -15,10 +15,12 @@ import type { itemOut, orderOut } from '../orders/schema.js';
 import type { customerOut } from '../customers/schema.js';
 import { customersById } from '../customers/service.js';
 import { readableQuote } from '../quotes/service.js';
-import { channelPage, getChannel } from '../channels/service.js';
+import { getChannel } from '../channels/service.js';
+import { assertChannelAccess } from '../channels/access.js';
 import type { NumberedPage } from '../db/numbered-pages.js';
 import { page, redirect, type PageDef } from './page.js';
 import { shell } from './layout.js';
+import { readableChannels } from './quotes.js';
 import type { Flash } from './flash.js';
 import { field, fieldErrors, formProblem, formText, select, textarea, type FieldErrors } from './forms.js';
 import { badge, pageNumber, pager, visible, withQuery } from './lists.js';
@@ -48,15 +50,13 @@ export const orderName = (order: Order): string => (order.order_number ? String(
 const customerName = (customer: Customer | undefined): string =>
   customer ? `${customer.name || customer.email}${customer.company ? ` (${customer.company})` : ''}` : '';
 
-/** The channels the caller may read, for a filter: a select of them, an id field when there are more than a page, nothing when none. */
-export async function channelFilter(db: Db, access: Access, current: number | undefined): Promise<Html> {
-  const channels = await channelPage(db, access, {}, 1);
-  const value = current === undefined ? '' : String(current);
-  if (channels.total === 0 && current === undefined) return html``;
-  if (channels.pages > 1) return field({ name: 'channel_id', label: 'Channel id', type: 'number', value, attrs: html` min="1"` });
+/** The channel filter: the channels the caller may read, as the quotes list offers them; nothing when there are none. */
+async function channelFilter(db: Db, access: Access, current: number | undefined): Promise<Html> {
+  const channels = await readableChannels(db, access);
+  if (channels.length === 0 && current === undefined) return html``;
   return select({
-    name: 'channel_id', label: 'Channel', value,
-    options: [{ value: '', label: 'All channels' }, ...channels.rows.map((c) => ({ value: String(c.id), label: c.name }))],
+    name: 'channel_id', label: 'Channel', value: current === undefined ? '' : String(current),
+    options: [{ value: '', label: 'All channels' }, ...channels.map((c) => ({ value: String(c.id), label: c.name }))],
   });
 }
 
@@ -74,10 +74,18 @@ export function orderPages({ db }: AppDeps): PageDef[] {
   const view = async (auth: Principal, id: number, flash: Flash | null, form?: Record<string, unknown>, errors: FieldErrors = {}): Promise<Html> => {
     const { order, items } = (await visible(getOrder(db, auth.access, id))) as unknown as { order: Order; items: Item[] };
     const access = auth.access;
-    const [customer, quote, channel] = await Promise.all([
+    const [customer, quote, channel, canWrite] = await Promise.all([
       order.customer_id ? customersOf(db, access, [order.customer_id]).then((m) => m.get(order.customer_id!)) : undefined,
       order.quote_id ? unlessRefused(readableQuote(db, access, order.quote_id)) : undefined,
       order.channel_id ? unlessRefused(getChannel(db, access, order.channel_id).then((c) => c.channel)) : undefined,
+      // The status form is offered when the channel's role would let it save (the service's own check).
+      assertChannelAccess(db, access, order.channel_id, 'write').then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof Forbidden) return false;
+          throw err;
+        },
+      ),
     ]);
     const currency = order.currency;
     const status = form ? formText(form, 'status') : order.status;
@@ -117,14 +125,20 @@ ${formProblem(errors, ['status', 'notes'])}
     <tr class="grand"><th scope="row">Total</th><td>${amountText(currency, order.total)}</td></tr>
   </table>
 </section>
-<section class="card">
+${canWrite
+  ? html`<section class="card">
   <h2>Status and notes</h2>
   <form method="post" action="/app/orders/${order.id}" class="stack" novalidate>
     ${select({ name: 'status', label: 'Status', value: status, errors, required: true, options: orderStatuses.map((s) => ({ value: s, label: s.charAt(0).toUpperCase() + s.slice(1) })) })}
     ${textarea({ name: 'notes', label: 'Notes', value: notes, errors })}
     <div><button type="submit" class="primary">Save</button></div>
   </form>
-</section>`,
+</section>`
+  : html`<section class="card">
+  <h2>Notes</h2>
+  ${order.notes ? html`<p class="notes">${order.notes}</p>` : html`<p class="muted">No notes.</p>`}
+  <p class="muted">Your role on this order's channel lets you read it, not change it.</p>
+</section>`}`,
     });
   };
 

@@ -182,7 +182,10 @@ test("a member without a role on a channel sees none of its orders: not listed, 
   t.false(res.text.includes('HID-1'));
   t.is((await postForm(mia.client, `/app/orders/${secret.id}`, { status: 'paid' })).status, 404);
 
-  t.is((await page(mia.client, `/app/orders/${seen.id}`)).status, 200);
+  const readOnly = await page(mia.client, `/app/orders/${seen.id}`);
+  t.false(readOnly.text.includes(`action="/app/orders/${seen.id}"`), 'a viewer is offered no status form');
+  t.regex(visibleText(readOnly.text), /Your role on this order's channel lets you read it, not change it\./);
+  t.true((await page(mia.client, `/app/orders/${open.id}`)).text.includes(`action="/app/orders/${open.id}"`), 'an order with no channel is hers to change');
   const refused = await postForm(mia.client, `/app/orders/${seen.id}`, { status: 'paid' });
   t.is(refused.status, 403);
   t.regex(visibleText(refused.text), /viewer/);
