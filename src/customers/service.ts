@@ -42,6 +42,17 @@ export function customerPage(db: Db, access: Access, filters: { q?: string }, pa
   return numberedListPage<CustomerJson>(db, customerList(db, access, filters), page);
 }
 
+/**
+ * The workspace's customers among `ids`, by id: what a page's list of orders shows as each one's customer. Ids of no
+ * customer of the workspace are absent from the map.
+ */
+export async function customersById(db: Db, access: Access, ids: Iterable<number>): Promise<Map<number, CustomerJson>> {
+  const wanted = [...new Set(ids)];
+  if (wanted.length === 0) return new Map();
+  const rows = await scoped(db, 'customers as c', access.workspaceId).whereIn('c.id', wanted).select(db.raw(`${customerJson()} as json`));
+  return new Map(rows.map((r: { json: CustomerJson }) => [r.json.id, r.json]));
+}
+
 /** A customer to create or update by email (the natural key); an omitted field is left as it is. */
 export type CustomerRow = CustomerChanges & { email: string };
 

@@ -19,7 +19,7 @@ const headings: Record<number, string> = {
 
 const advice: Record<number, string> = {
   402: 'An owner of the workspace can reactivate it. Until then its pages and API are closed.',
-  403: 'Only a workspace owner can do this. Ask an owner if you need it done.',
+  403: 'If you need this done, ask a workspace owner.',
   404: 'The page does not exist, or it belongs to a record you cannot see.',
   503: 'The database cannot be reached right now. Please try again in a moment.',
 };

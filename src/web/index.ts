@@ -8,6 +8,9 @@ import { homePages } from './home.js';
 import { settingsPages } from './settings.js';
 import { quotePages } from './quotes.js';
 import { quoteFormPages } from './quote-form.js';
+import { productPages } from './products.js';
+import { orderPages } from './orders.js';
+import { customerPages } from './customers.js';
 
 /** Every page of the app, in one table: what src/server/app.ts serves and the tests walk. */
 export function appPages(deps: AppDeps): PageDef[] {
@@ -16,6 +19,9 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...homePages(deps),
     ...quotePages(deps),
     ...quoteFormPages(deps),
+    ...productPages(deps),
+    ...orderPages(deps),
+    ...customerPages(deps),
     ...settingsPages(deps),
   ];
 }

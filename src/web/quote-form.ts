@@ -322,6 +322,7 @@ function notDraftPage(auth: Principal, quote: QuoteJson, message: string): Html 
 
 const customerQuery = z.object({ q: z.string().max(200).optional().catch(undefined), customer_id: z.string().max(20).optional().catch(undefined) });
 
+const startQuery = z.object({ customer_id: z.string().regex(/^\d{1,9}$/).optional().catch(undefined) });
 const skuQuery = z.object({ sku: z.string().trim().max(100).optional().catch(undefined) });
 
 /** How many of a search's matches the form offers. */
@@ -361,8 +362,9 @@ export function quoteFormPages({ db }: AppDeps): PageDef[] {
 
   return [
     page({
-      method: 'get', path: '/app/quotes/new', who: 'member',
-      handle: async (input) => newForm(input, readForm({}), {}, false),
+      method: 'get', path: '/app/quotes/new', who: 'member', query: startQuery,
+      // `?customer_id=` (a customer's page links here): that customer picked.
+      handle: async (input) => newForm(input, readForm({ customer_id: input.query.customer_id ?? '' }), {}, false),
     }),
     page({
       method: 'post', path: '/app/quotes/new', who: 'member',

@@ -44,7 +44,7 @@ const customerText = (quote: QuoteJson) => String(quote.customer_name || quote.c
  * The channels the caller may read, by name, for the channel filter. Read a page at a time (the channels' own list);
  * a workspace has few.
  */
-async function readableChannels(db: Db, access: Access): Promise<ChannelJson[]> {
+export async function readableChannels(db: Db, access: Access): Promise<ChannelJson[]> {
   const first = await channelPage(db, access, {}, 1);
   const rest = [];
   for (let n = 2; n <= Math.min(first.pages, 20); n++) rest.push(await channelPage(db, access, {}, n));

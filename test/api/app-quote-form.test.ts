@@ -128,6 +128,15 @@ test('create with an existing customer: three SKU lines and a free one, priced f
   t.deepEqual(await newEventTypes(id, []), ['quote.created']);
 });
 
+test("a customer's page starts a quote for them: the customer picked", async (t) => {
+  const res = await owner.client.get(`/app/quotes/new?customer_id=${customer.id}`);
+  t.is(res.status, 200);
+  t.regex(res.text, new RegExp(`<input type="radio" name="customer_id" value="${customer.id}" checked>`));
+  const junk = await owner.client.get('/app/quotes/new?customer_id=abc');
+  t.is(junk.status, 200);
+  t.regex(junk.text, /value="new" checked/);
+});
+
 test('create with a new customer: upserted by email, then known to the API', async (t) => {
   const email = uniqueEmail('newbie');
   const res = await postForm(owner.client, '/app/quotes/new', newQuote({ customer_id: 'new', customer_email: email.toUpperCase(), customer_name: 'Nora New', customer_company: 'New Co' }));
