@@ -250,7 +250,7 @@ function quotesTable(quotes: Quote[]): Html {
   <tbody>
   ${quotes.map(
     (q) => html`<tr>
-    <td data-label="Quote"><a href="/app/quotes/${q.id}">${q.quote_number}</a></td>
+    <td data-label="Quote" class="nowrap"><a href="/app/quotes/${q.id}">${q.quote_number}</a></td>
     <td data-label="Status">${badge(q.status)}</td>
     <td data-label="Total" class="num">${amountText(String(q.currency), q.total)}</td>
     <td data-label="Valid until">${q.valid_until ? dateText(q.valid_until) : html`<span class="muted">No limit</span>`}</td>

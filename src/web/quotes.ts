@@ -82,7 +82,7 @@ export function quotePages({ db, config, mailer }: AppDeps): PageDef[] {
     const filtered = Boolean(filters.status || filters.channel_id || filters.customer_id || filters.q);
     const rows = found.rows.map(
       (quote) => html`<tr>
-  <td data-label="Number"><a href="/app/quotes/${quote.id}">${quote.quote_number}</a></td>
+  <td data-label="Number" class="nowrap"><a href="/app/quotes/${quote.id}">${quote.quote_number}</a></td>
   <td data-label="Customer">${customerText(quote)}${quote.customer_name && quote.customer_email ? html`<span class="sku">${String(quote.customer_email)}</span>` : ''}</td>
   <td data-label="Status">${badge(quote.status)}</td>
   <td data-label="Total" class="num">${amountText(String(quote.currency), quote.total)}</td>
