@@ -1,7 +1,7 @@
 import test from 'ava';
 import { signUpOwner, uniqueEmail, type Owner } from '../helpers/app.js';
 import { useOwnerApp } from '../helpers/fixture.js';
-import { inviteMember, type Member } from '../helpers/members.js';
+import { inviteMember, tokenFromMail, type Member } from '../helpers/members.js';
 import { ok, type Client } from '../helpers/client.js';
 import { postForm, signInPage, visibleText } from '../helpers/pages.js';
 
@@ -352,10 +352,15 @@ test('markup in a channel name and a person\'s name comes out escaped on every c
   const evil = '<script>x</script>';
   const c = await channel({ name: `Name ${evil}` });
   await grant(c.id, mia.user.id, 'viewer');
+  const email = uniqueEmail('evil');
+  await ok(owner.client.post('/api/v1/invites', { email, role: 'member' }), 201);
+  const token = tokenFromMail(await smtp.waitFor(email));
+  const eve = (await ok(app.client().post('/api/v1/invites/accept', { token, name: `Eve ${evil}`, password: 'member password 123' }), 201)).user;
+  await grant(c.id, eve.id, 'viewer');
   const customer = (await ok(owner.client.post('/api/v1/customers', { email: uniqueEmail('esc') }), 201)).customer;
   await ok(owner.client.post('/api/v1/quotes', { customer_id: customer.id, channel_id: c.id, lines: [{ description: 'Work', price: '10.00' }] }), 201);
   const own = await ownSession();
-  t.is((await postForm(own, `/app/channels/${c.id}/members`, { user_id: String(mia.user.id), role: 'editor' })).status, 303);
+  t.is((await postForm(own, `/app/channels/${c.id}/members`, { user_id: String(eve.id), role: 'editor' })).status, 303);
   const refused = await postForm(owner.client, `/app/channels/${c.id}/delete`, {});
   const invalid = await postForm(owner.client, `/app/channels/${c.id}/edit`, { name: `Typed ${evil}`, country: 'xyz' });
   const badGrant = await postForm(owner.client, `/app/channels/${c.id}/members`, { user_id: '', role: 'viewer' });
@@ -373,4 +378,7 @@ test('markup in a channel name and a person\'s name comes out escaped on every c
     t.false(html.includes('<script>x'), what);
     t.true(html.includes('&lt;script&gt;x&lt;/script&gt;'), what);
   }
+  const detail = (await page(own, `/app/channels/${c.id}`)).text;
+  t.true(detail.includes(`Eve &lt;script&gt;x&lt;/script&gt; (${email})</option>`), 'the picker');
+  t.true(detail.includes('<td data-label="Name">Eve &lt;script&gt;x&lt;/script&gt;</td>'), 'the roles table');
 });

@@ -38,6 +38,9 @@ browserTest('every page of the app passes Axe, logs no console errors, fits a ph
   const converted = await send(await quote(customers[2], [{ sku: 'DESK-OAK-160', quantity: '1' }]));
   await accept(converted);
   const order = await ok(c.post(`/api/v1/quotes/${converted.id}/convert`, {}), 201);
+  const channel = (await ok(c.post('/api/v1/channels', { name: 'Online shop', type: 'web', country: 'DE', currency: 'EUR' }), 201)).channel;
+  await ok(c.post('/api/v1/channels', { name: 'Trade fair stand', type: 'retail', status: 'paused' }), 201);
+  await ok(c.put(`/api/v1/channels/${channel.id}/members/${owner.user.id}`, { role: 'manager' }));
   const customerId = idOf(customers[0]);
   const orderId = order.order?.id ?? order.id;
   const pages: [name: string, path: string, status?: number][] = [
@@ -62,6 +65,11 @@ browserTest('every page of the app passes Axe, logs no console errors, fits a ph
     ['product-new', '/app/products/new'],
     ['product', `/app/products/${product.product?.id ?? product.id}`],
     ['product-edit', `/app/products/${product.product?.id ?? product.id}/edit`],
+    ['channels', '/app/channels'],
+    ['channel-new', '/app/channels/new'],
+    ['channel', `/app/channels/${channel.id}`],
+    ['channel-edit', `/app/channels/${channel.id}/edit`],
+    ['channel-delete', `/app/channels/${channel.id}/delete`],
     ['password', '/app/settings/password'],
     ['not-found', '/app/no-such-page', 404],
   ];
