@@ -44,7 +44,7 @@ const sentValues = (form: Record<string, unknown>): Values => Object.fromEntries
 /** A user as a page names them: name and email, or the id of one no longer in the workspace. */
 function userText(users: Map<number, WorkspaceUser>, id: number): string {
   const user = users.get(id);
-  return user ? `${user.name || user.email}` : `User ${id}`;
+  return user ? user.name || user.email : `User ${id}`;
 }
 
 function channelForm(action: string, cancel: string, values: Values, errors: FieldErrors, submit: string): Html {
@@ -235,12 +235,12 @@ ${pager('/app/channels', filters, found, 'channels')}`,
       content: html`${back(`/app/channels/${channel.id}`, channel.name)}
 <h1>${channel.name} cannot be deleted</h1>
 <section class="card">
-  <div class="flash flash-error" role="alert">${error.message}</div>
-  <p>These records use the channel:</p>
+  <p>It is used by:</p>
   <ul>
     ${counted(dependents.quotes, 'quote', 'quotes')}
     ${counted(dependents.orders, 'order', 'orders')}
   </ul>
+  <p>A channel in use cannot be deleted. You can archive it instead.</p>
   <div class="actions">
     ${channel.status === 'archived' ? '' : html`<form method="post" action="/app/channels/${channel.id}/edit">
       <input type="hidden" name="status" value="archived">

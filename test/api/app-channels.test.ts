@@ -271,7 +271,7 @@ test('delete: a confirmation page, then 303 and gone from the API; a used channe
   t.is(refused.status, 409);
   const text = visibleText(refused.text);
   t.regex(text, /Busy channel cannot be deleted/);
-  t.regex(text, /These records use the channel: 2 quotes 1 order/);
+  t.regex(text, /It is used by: 2 quotes 1 order A channel in use cannot be deleted\. You can archive it instead\./);
   t.true(refused.text.includes('<input type="hidden" name="status" value="archived">'));
   t.like(await apiChannel(used.id), { channel: { id: used.id, status: 'active' } });
 
