@@ -316,7 +316,7 @@ ${auth.role === 'owner' ? html`<form method="post" action="/app/settings/webhook
     page({ method: 'get', path: '/app/settings/webhooks', who: 'member', handle: listView }),
     page({
       method: 'get', path: '/app/settings/webhooks/new', who: 'owner',
-      handle: async ({ auth }) => newPage(auth, { url: '', description: '', event_types: ['*'] }, {}),
+      handle: async ({ auth }) => newPage(auth, { url: '', description: '', event_types: [] }, {}),
     }),
     page({
       method: 'post', path: '/app/settings/webhooks/new', who: 'owner',

@@ -85,6 +85,7 @@ test('create: the event types as checkboxes by group; 422 keeps the input; 403 f
   for (const value of ['*', 'quote.*', 'order.*', 'customer.*', ...eventTypes]) t.true(form.text.includes(`<input type="checkbox" name="event_types" value="${value}"`), value);
   for (const legend of ['Quotes', 'Orders', 'Customers']) t.true(form.text.includes(`<legend>${legend}</legend>`), legend);
   t.true(form.text.includes('<label for="f-url">'));
+  t.false(form.text.includes(' checked'), 'nothing ticked: every event');
 
   const invalid = await postForm(owner.client, '/app/settings/webhooks/new', { url: 'ftp://nope', description: 'Kept <i>text</i>', event_types: ['quote.*', 'customer.created'] });
   t.is(invalid.status, 422);
@@ -94,6 +95,11 @@ test('create: the event types as checkboxes by group; 422 keeps the input; 403 f
   t.true(invalid.text.includes('value="quote.*" checked'));
   t.true(invalid.text.includes('value="customer.created" checked'));
   t.false(invalid.text.includes('value="order.*" checked'));
+
+  const unknownType = await postForm(owner.client, '/app/settings/webhooks/new', { url: 'https://hooks.example.com/x', event_types: ['quote.*', 'quote.nope'] });
+  t.is(unknownType.status, 422);
+  t.regex(unknownType.text, /<p class="field-error" id="f-event_types-error">event_types\.1: must be &quot;\*&quot;, one of quote\.\*, order\.\*, customer\.\*, or an event type/);
+  t.true(unknownType.text.includes('value="quote.*" checked'));
 
   const url = `https://hooks.example.com/${Date.now()}`;
   const evil = await postForm(owner.client, '/app/settings/webhooks/new', { url }, { origin: 'https://evil.example' });
