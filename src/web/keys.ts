@@ -6,6 +6,7 @@ import { html, type Html } from '../templates.js';
 import { rotateKeys } from '../workspaces/service.js';
 import { page, type PageDef } from './page.js';
 import { shell } from './layout.js';
+import type { Flash } from './flash.js';
 import { fieldErrors, formText, type FieldErrors } from './forms.js';
 
 /** A read-only value with its copy button (app.js); without script the text is there to select. */
@@ -22,11 +23,12 @@ export const tagSnippet = (appUrl: string, slug: string) => `<script src="${appU
 const secretKeyUse = html`<p>The secret key (<code>sk_live_…</code>) is for your shop's server only, never a web page: it links a visitor to a customer (<code>POST /api/v1/track/join</code> and join codes) and creates external quotes and orders (<code>POST /api/v1/quotes/external</code>, <code>POST /api/v1/orders/external</code>). It is shown once, when it is issued.</p>`;
 
 export function keyPages({ db, config }: AppDeps): PageDef[] {
-  const keysPage = (auth: Principal, publicKey: string, fresh: { secret_key: string } | null): Html => {
+  const keysPage = (auth: Principal, publicKey: string, fresh: { secret_key: string } | null, flash: Flash | null = null): Html => {
     const isOwner = auth.role === 'owner';
     return shell(auth, {
       title: 'Keys and tracking',
       section: 'settings',
+      flash,
       content: html`<div class="page-head"><h1>Keys and tracking</h1></div>
 ${
   fresh
@@ -76,7 +78,7 @@ ${
     // GET /workspace (the public key) is for every member; rotating is the owner's.
     page({
       method: 'get', path: '/app/settings/keys', who: 'member',
-      handle: async ({ auth }) => keysPage(auth, auth.workspace.public_key, null),
+      handle: async ({ auth, flash }) => keysPage(auth, auth.workspace.public_key, null, flash),
     }),
     page({
       method: 'get', path: '/app/settings/keys/rotate', who: 'owner',

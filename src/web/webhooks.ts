@@ -232,7 +232,7 @@ export function webhookPages({ db }: AppDeps): PageDef[] {
 </section>
 <section class="card" aria-labelledby="deliveries-heading">
   <h2 id="deliveries-heading">Recent deliveries</h2>
-  ${deliveries.length ? html`<p class="muted">The ${deliveries.length === 50 ? '50 most recent' : deliveries.length === 1 ? 'only one' : `${deliveries.length}`}, newest first.</p>${deliveriesTable(s.id, deliveries)}` : html`<p class="empty">No deliveries yet.</p>`}
+  ${deliveries.length ? html`<p class="muted">Up to the 50 most recent, newest first.</p>${deliveriesTable(s.id, deliveries)}` : html`<p class="empty">No deliveries yet.</p>`}
 </section>`,
     });
   };
