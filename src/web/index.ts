@@ -6,6 +6,8 @@ import { serveAssets } from './assets.js';
 import { accountPages } from './account.js';
 import { homePages } from './home.js';
 import { settingsPages } from './settings.js';
+import { keyPages } from './keys.js';
+import { webhookPages } from './webhooks.js';
 import { quotePages } from './quotes.js';
 import { quoteFormPages } from './quote-form.js';
 import { productPages } from './products.js';
@@ -25,6 +27,8 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...customerPages(deps),
     ...channelPages(deps),
     ...settingsPages(deps),
+    ...keyPages(deps),
+    ...webhookPages(deps),
   ];
 }
 
