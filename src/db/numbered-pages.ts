@@ -23,14 +23,15 @@ export interface NumberedPage<T> {
  * Page `page` of a list: `size` rows by id descending, after the (page - 1) * size newest, and the count of the whole
  * filtered list. `json` is a row's SQL JSON expression, selected as objects (cast to json: text or json alike).
  * `base` builds the filtered, workspace-scoped query afresh (with `scoped()`, as keyset.ts's lists do), for the rows
- * and for the count. On a pool the two statements run side by side (the embedded database queues them on its one
- * connection); in a transaction one after the other, its one connection running a statement at a time. A page
- * number below 1, or none, counts as 1.
+ * and for the count. `total`, when given, reads the count instead (a list whose counts are kept, where counting its
+ * rows would read them all). On a pool the two statements run side by side (the embedded database queues them on
+ * its one connection); in a transaction one after the other, its one connection running a statement at a time. A
+ * page number below 1, or none, counts as 1.
  */
 export async function numberedPage<T>(
   db: Db,
   base: () => Knex.QueryBuilder,
-  opts: { idColumn: string; json: string; page: number; size?: number },
+  opts: { idColumn: string; json: string; page: number; size?: number; total?: () => Promise<number> },
 ): Promise<NumberedPage<T>> {
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const page = pageNumber(opts.page, size);
@@ -43,9 +44,8 @@ export async function numberedPage<T>(
         .limit(size)
         .select(db.raw(`(${opts.json})::text as json`)),
     );
-  const count = () => base().first(db.raw('count(*)::int as n'));
-  const [found, counted] = db.isTransaction ? [await rows(), await count()] : await Promise.all([rows(), count()]);
-  const total: number = counted?.n ?? 0;
+  const count = opts.total ?? (async () => ((await base().first(db.raw('count(*)::int as n')))?.n as number | undefined) ?? 0);
+  const [found, total] = db.isTransaction ? [await rows(), await count()] : await Promise.all([rows(), count()]);
   return { rows: found, total, page, size, pages: Math.max(1, Math.ceil(total / size)) };
 }
 
@@ -77,7 +77,7 @@ async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
 
 /** numberedPage over an area's list (see ListQuery). */
 export function numberedListPage<T>(db: Db, list: ListQuery, page: number, size?: number): Promise<NumberedPage<T>> {
-  return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size });
+  return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size, total: list.total });
 }
 
 /**

@@ -19,6 +19,7 @@ export const TENANT_TABLES: readonly string[] = [
   'product_texts',
   'products',
   'quote_activities',
+  'quote_counts',
   'quote_lines',
   'quote_numbers',
   'quote_texts',

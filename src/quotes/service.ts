@@ -101,10 +101,32 @@ export function readableQuotes(db: Db, access: Access, filters: Partial<QuoteFil
   return whereSearch(query, ['q.quote_number', 'q.customer_name', 'q.customer_email'], filters.q);
 }
 
-/** The list of quotes the caller may read, filtered; the whole list of a caller who reads every channel from its texts. */
+/**
+ * The kept counts of the quotes the caller may read (`quote_counts`: a row a channel, or none, and status), filtered
+ * by status and channel: the rows readableQuotes would count, by the same rule (whereReadable on the same column).
+ * Only for filters the counts keep (countsKept).
+ */
+function readableCounts(db: Db, access: Access, filters: Partial<QuoteFilters>): Knex.QueryBuilder {
+  const query = whereReadable(scoped(db, 'quote_counts as c', access.workspaceId), db, access, 'c.channel_id');
+  return whereExact(query, { 'c.status': filters.status, 'c.channel_id': filters.channel_id });
+}
+
+/** Whether quote_counts answers for these filters: it keeps channels and statuses, not customers or searches. */
+const countsKept = (filters: Partial<QuoteFilters>) => unfiltered({ q: filters.q, customer_id: filters.customer_id });
+
+/** How many quotes the caller may read match the filters, from the kept counts (see countsKept). */
+async function keptTotal(db: Db, access: Access, filters: Partial<QuoteFilters>): Promise<number> {
+  return (await readableCounts(db, access, filters).first(db.raw('coalesce(sum(c.n), 0)::int as n'))).n;
+}
+
+/**
+ * The list of quotes the caller may read, filtered; the whole list of a caller who reads every channel from its texts.
+ * Its total comes from the kept counts when they answer for the filters.
+ */
 function quoteList(db: Db, access: Access, filters: Partial<QuoteFilters>): ListQuery {
-  if (access.channels === 'all' && unfiltered(filters)) return textsList(db, 'quote_texts', access.workspaceId);
-  return { base: () => readableQuotes(db, access, filters), idColumn: 'q.id', json: 'q.api_json' };
+  const total = countsKept(filters) ? () => keptTotal(db, access, filters) : undefined;
+  if (access.channels === 'all' && unfiltered(filters)) return { ...textsList(db, 'quote_texts', access.workspaceId), total };
+  return { base: () => readableQuotes(db, access, filters), idColumn: 'q.id', json: 'q.api_json', total };
 }
 
 /** The quotes the caller may read, filtered, by id, as JSON pages. */
@@ -117,10 +139,16 @@ export function quotePage(db: Db, access: Access, filters: Partial<QuoteFilters>
   return numberedListPage<QuoteJson>(db, quoteList(db, access, filters), page);
 }
 
-/** How many of the quotes the caller may read, filtered, have each status (0 for none): one query, for the status tabs. */
+/**
+ * How many of the quotes the caller may read, filtered, have each status (0 for none): one query, for the status tabs;
+ * from the kept counts when they answer for the filters, else by counting the quotes.
+ */
 export async function quoteStatusCounts(db: Db, access: Access, filters: Partial<Omit<QuoteFilters, 'status'>>): Promise<Record<QuoteStatus, number>> {
   // A status passed anyway (a page's whole query) must not narrow the tabs' counts to its own.
-  const rows = await readableQuotes(db, access, { ...filters, status: undefined }).groupBy('q.status').select('q.status', db.raw('count(*)::int as n'));
+  const all = { ...filters, status: undefined };
+  const rows = await (countsKept(all)
+    ? readableCounts(db, access, all).groupBy('c.status').select('c.status', db.raw('sum(c.n)::int as n'))
+    : readableQuotes(db, access, all).groupBy('q.status').select('q.status', db.raw('count(*)::int as n')));
   const counts = Object.fromEntries(quoteStatuses.map((status) => [status, 0])) as Record<QuoteStatus, number>;
   for (const { status, n } of rows as { status: QuoteStatus; n: number }[]) counts[status] = n;
   return counts;

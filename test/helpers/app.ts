@@ -88,9 +88,12 @@ export async function startApp(env: Record<string, string> = {}, database?: Test
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       mailer?.close();
-      const stale = await staleListTexts(db.knex).catch(() => []); // a database a test took away is not checked
+      // A database a test took away is not checked.
+      const stale = await staleListTexts(db.knex).catch(() => []);
+      const miscounted = await staleQuoteCounts(db.knex).catch(() => []);
       await db.close();
       if (stale.length) throw new Error(`list texts out of step with their tables (migration 20261126200000): ${stale.join(', ')}`);
+      if (miscounted.length) throw new Error(`quote counts out of step with the quotes (migration 20261127160000): ${miscounted.join(', ')}`);
     },
   };
 }
@@ -112,6 +115,28 @@ export async function staleListTexts(db: Knex): Promise<string[]> {
     full join ${texts} t on t.workspace_id = r.workspace_id and t.id = r.id where r.${text} is distinct from t.json`);
   const { rows } = await db.raw(counts.join(' union all '));
   return rows.filter((r: { n: number }) => r.n > 0).map((r: { table: string; n: number }) => `${r.table}: ${r.n}`);
+}
+
+/**
+ * The kept quote counts (quote_counts) that differ from counting the quotes, whatever this test file's writes were:
+ * `workspace w, channel c, status s: kept k, counted n` for each, a count of zero and no row alike. `workspaceId`
+ * limits the check to one workspace.
+ */
+export async function staleQuoteCounts(db: Knex, workspaceId?: number): Promise<string[]> {
+  const where = workspaceId === undefined ? '' : `where workspace_id = ${Number(workspaceId)}`;
+  const { rows } = await db.raw(`/* all workspaces: the test's check of every count */
+    with counted as (select workspace_id, channel_id, status, count(*)::int as n from quotes ${where} group by 1, 2, 3),
+      kept as (select workspace_id, channel_id, status, n from quote_counts ${where ? `${where} and` : 'where'} n <> 0)
+    select k.workspace_id, k.channel_id, k.status, k.n as kept, c.n as counted
+      from (select * from kept except select * from counted) k
+      left join counted c on c.workspace_id = k.workspace_id and c.channel_id is not distinct from k.channel_id and c.status = k.status
+    union all
+    select c.workspace_id, c.channel_id, c.status, null, c.n from (select * from counted except select * from kept) c
+      where not exists (select from kept k where k.workspace_id = c.workspace_id and k.channel_id is not distinct from c.channel_id and k.status = c.status)`);
+  return rows.map(
+    (r: { workspace_id: number; channel_id: number | null; status: string; kept: number | null; counted: number | null }) =>
+      `workspace ${r.workspace_id}, channel ${r.channel_id ?? 'none'}, status ${r.status}: kept ${r.kept ?? 0}, counted ${r.counted ?? 0}`,
+  );
 }
 
 let counter = 0;
