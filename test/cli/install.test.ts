@@ -40,7 +40,7 @@ function readableCheckout(): string {
   if (!readableTree) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-checkout-'));
     process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-    for (const part of ['package.json', 'package-lock.json', 'tsconfig.json', 'bin', 'src', 'migrations', 'templates', 'README.md', 'docs', 'install.sh']) {
+    for (const part of ['package.json', 'package-lock.json', 'tsconfig.json', 'bin', 'src', 'migrations', 'templates', 'public', 'README.md', 'docs', 'install.sh']) {
       fs.cpSync(path.join(root, part), path.join(dir, part), { recursive: true });
     }
     execFileSync('chmod', ['-R', 'a+rX', dir]);

@@ -52,7 +52,7 @@ test(`workspace create --owner-name, user add (password, then link) and workspac
   t.is(linked.code, 0, linked.stderr);
   const [first, second, ...rest] = linked.stdout.trimEnd().split('\n');
   t.is(first, 'User otto@acme.test added to "Acme Tools" (slug acme) as owner.');
-  const token = /^Set-password link: https:\/\/quotes\.example\.com\/password-reset\?token=([\w-]+) +\(send it to them: it works once, for 7 days\)$/.exec(second)?.[1];
+  const token = /^Set-password link: https:\/\/quotes\.example\.com\/reset\/([\w-]+) +\(send it to them: it works once, for 7 days\)$/.exec(second)?.[1];
   t.truthy(token, linked.stdout);
   t.deepEqual(rest, []);
   t.false(linked.stdout.includes('Password'), 'no password when a link is given');
