@@ -1,7 +1,7 @@
 /** /app/settings: the workspace as its owner sees it, and the way to each setting. */
 import { html } from '../templates.js';
 import type { AppDeps } from '../http/deps.js';
-import { dateText } from '../dates.js';
+import { dateText } from './dates.js';
 import { page, type PageDef } from './page.js';
 import { shell } from './layout.js';
 
