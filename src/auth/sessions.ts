@@ -129,6 +129,19 @@ export async function deleteUserSessions(db: Db, userId: number): Promise<void> 
   await authChanged(db, { userId });
 }
 
+/** How many other live sessions the user has (other browsers, other devices). */
+export async function otherSessionCount(db: Db, userId: number, sessionId: number): Promise<number> {
+  const row = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).where('expires_at', '>', db.fn.now()).first(db.raw('count(*)::int as n'));
+  return (row as { n: number }).n;
+}
+
+/** Signs the user out everywhere but here (`sessionId`); returns how many sessions ended. */
+export async function endOtherSessions(db: Db, userId: number, sessionId: number): Promise<number> {
+  const ended = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).delete();
+  await authChanged(db, { userId });
+  return ended;
+}
+
 /** HttpOnly, SameSite=Lax, 14 days; Secure when the request came over HTTPS (also behind a trusted proxy). */
 export function setSessionCookie(ctx: Context, token: string): void {
   ctx.cookies.set(SESSION_COOKIE, token, {

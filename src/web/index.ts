@@ -6,6 +6,8 @@ import { serveAssets } from './assets.js';
 import { accountPages } from './account.js';
 import { homePages } from './home.js';
 import { settingsPages } from './settings.js';
+import { memberPages } from './members.js';
+import { yourAccountPages } from './your-account.js';
 import { quotePages } from './quotes.js';
 import { quoteFormPages } from './quote-form.js';
 import { productPages } from './products.js';
@@ -23,6 +25,8 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...orderPages(deps),
     ...customerPages(deps),
     ...settingsPages(deps),
+    ...memberPages(deps),
+    ...yourAccountPages(deps),
   ];
 }
 

@@ -5,6 +5,7 @@ import { workspaceColumns } from './model.js';
 import type { Workspace, WorkspaceStatus } from '../accounts.js';
 import { authChanged } from './auth-changes.js';
 import type { WorkspaceSettings } from './schema.js';
+import type { Access } from '../access.js';
 
 export interface KeyPair {
   public_key: string;
@@ -134,7 +135,8 @@ export async function updateWorkspaceStatus(
  * The owner renames the workspace or sets the time zone its pages show dates in (null: UTC). Cached sessions
  * carry the workspace, so they are evicted: the next page shows the change.
  */
-export async function updateWorkspaceSettings(db: Db, workspaceId: number, changes: WorkspaceSettings): Promise<Workspace> {
+export async function updateWorkspaceSettings(db: Db, access: Access, changes: WorkspaceSettings): Promise<Workspace> {
+  const workspaceId = access.workspaceId;
   const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
   const [workspace] = (await db('workspaces')
     .where({ id: workspaceId })
