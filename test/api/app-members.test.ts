@@ -5,6 +5,7 @@ import { inviteMember, tokenFromMail, type Member } from '../helpers/members.js'
 import { ok, type Client } from '../helpers/client.js';
 import { captureLogs } from '../helpers/logs.js';
 import { postForm, signInPage, visibleText } from '../helpers/pages.js';
+import { postgresTest } from '../helpers/skip.js';
 
 const { app, smtp, owner } = useOwnerApp(test, { workspace: 'App members', smtp: true });
 const PATH = '/app/settings/members';
@@ -269,4 +270,23 @@ test('every form passes the Origin check: another site gets the 403 page and not
   t.is(await app.db('users').where({ email }).first('id'), undefined);
   t.is(await app.db('invites').where({ email }).first('id'), undefined);
   t.deepEqual((await ok(owner.client.get(`/api/v1/channels/${channel.id}`))).members, []);
+});
+
+postgresTest('two owners demoting each other at once: one of them stays an owner', async (t) => {
+  for (let round = 0; round < 5; round++) {
+    const first = await signUpOwner(app, `Pair ${round}`);
+    const second = await addPerson(first.client, { role: 'owner' });
+    const secondClient = app.client();
+    await signInPage(secondClient, second.email, second.password);
+    const answers = await Promise.all([
+      postForm(first.client, `${PATH}/${second.user.id}/role`, { role: 'member' }),
+      postForm(secondClient, `${PATH}/${first.user.id}/role`, { role: 'member' }),
+    ]);
+    // The loser is refused by the rule (409), or, when the winner committed before it was let in, as no owner (403).
+    const [won, lost] = answers.map((a) => a.status).sort();
+    t.is(won, 303, `round ${round}`);
+    t.true(lost === 409 || lost === 403, `round ${round}: ${lost}`);
+    const owners = await app.db('users').where({ workspace_id: first.workspace.id, role: 'owner' }).pluck('id');
+    t.is(owners.length, 1, `round ${round}`);
+  }
 });
