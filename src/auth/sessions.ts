@@ -137,9 +137,9 @@ export async function otherSessionCount(db: Db, userId: number, sessionId: numbe
 
 /** Signs the user out everywhere but here (`sessionId`); returns how many sessions ended. */
 export async function endOtherSessions(db: Db, userId: number, sessionId: number): Promise<number> {
-  const ended = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).delete();
+  const ended = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).delete().returning('id');
   await authChanged(db, { userId });
-  return ended;
+  return ended.length;
 }
 
 /** HttpOnly, SameSite=Lax, 14 days; Secure when the request came over HTTPS (also behind a trusted proxy). */
