@@ -8,11 +8,14 @@ import { homePages } from './home.js';
 import { settingsPages } from './settings.js';
 import { memberPages } from './members.js';
 import { yourAccountPages } from './your-account.js';
+import { keyPages } from './keys.js';
+import { webhookPages } from './webhooks.js';
 import { quotePages } from './quotes.js';
 import { quoteFormPages } from './quote-form.js';
 import { productPages } from './products.js';
 import { orderPages } from './orders.js';
 import { customerPages } from './customers.js';
+import { channelPages } from './channels.js';
 
 /** Every page of the app, in one table: what src/server/app.ts serves and the tests walk. */
 export function appPages(deps: AppDeps): PageDef[] {
@@ -24,8 +27,11 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...productPages(deps),
     ...orderPages(deps),
     ...customerPages(deps),
+    ...channelPages(deps),
     ...settingsPages(deps),
     ...memberPages(deps),
+    ...keyPages(deps),
+    ...webhookPages(deps),
     ...yourAccountPages(deps),
   ];
 }

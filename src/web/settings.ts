@@ -18,6 +18,8 @@ const statusText: Record<string, string> = { trialing: 'Trial', active: 'Active'
 const tabs: { href: string; label: string; owner: boolean }[] = [
   { href: '/app/settings', label: 'Workspace', owner: true },
   { href: '/app/settings/members', label: 'Members', owner: true },
+  { href: '/app/settings/keys', label: 'Keys and tracking', owner: true },
+  { href: '/app/settings/webhooks', label: 'Webhooks', owner: true },
   { href: '/app/settings/account', label: 'Your account', owner: false },
 ];
 
