@@ -47,7 +47,7 @@ export function memberPages({ db, config, mailer }: AppDeps): PageDef[] {
     const grantable = channels.filter((c) => !granted.has(c.id));
     return html`<tr>
   <td data-label="Name"><strong>${personName(m)}</strong>${you ? html` <span class="muted">(you)</span>` : ''}<span class="sku">${m.email}</span></td>
-  <td data-label="Role">${m.role === 'owner' ? 'Owner' : 'Member'}</td>
+  <td data-label="Role" class="nowrap">${m.role === 'owner' ? 'Owner' : 'Member'}</td>
   <td data-label="Last sign-in">${m.last_sign_in_at ? timeText(m.last_sign_in_at.toISOString()) : html`<span class="muted">Not signed in</span>`}</td>
   <td data-label="Channel roles">
     ${m.channel_roles.length
