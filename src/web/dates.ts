@@ -14,7 +14,7 @@ export function inTimeZone<T>(timeZone: string | null | undefined, fn: () => Pro
 }
 
 /** The zone of the page being rendered (null: UTC). */
-export const pageTimeZone = (): string | null => pageZone.getStore() ?? null;
+const pageTimeZone = (): string | null => pageZone.getStore() ?? null;
 
 /** `31 January 2030`. */
 export const longDateText = (value: unknown): string => dates.longDateText(value, pageTimeZone());
