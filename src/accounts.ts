@@ -13,6 +13,8 @@ export interface Workspace {
   status: WorkspaceStatus;
   trial_ends_at: Date | null;
   public_key: string;
+  /** The IANA zone pages show dates in (`Europe/Paris`); null is UTC. */
+  time_zone: string | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -23,6 +23,15 @@ export const inviteBody = z.object({
   role: z.enum(['owner', 'member'], { error: 'must be "owner" or "member"' }).default('member'),
 });
 
+const roleInput = z.enum(['owner', 'member'], { error: 'must be "owner" or "member"' });
+
+/** An owner adds someone without mail: they get a one-time password. */
+export const addMemberBody = z.object({ email: emailInput, name: nameInput, role: roleInput.default('member') });
+
+export const memberRoleBody = z.object({ role: roleInput });
+
+export const renameBody = z.object({ name: nameInput });
+
 const tokenInput = z.string().trim().min(1, 'must not be empty').max(200);
 
 export const acceptInviteBody = z.object({ token: tokenInput, name: nameInput, password: passwordInput });

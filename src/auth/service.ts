@@ -4,7 +4,7 @@ import { userColumns, workspaceColumns } from '../workspaces/model.js';
 import type { Role, User, Workspace } from '../accounts.js';
 import { createWorkspace, type KeyPair } from '../workspaces/service.js';
 import { hashPassword, randomToken, sha256, verifyPassword } from '../crypto.js';
-import { deleteUserSessions } from './sessions.js';
+import { deleteUserSessions, endOtherSessions } from './sessions.js';
 import { authChanged } from '../workspaces/auth-changes.js';
 
 const INVITE_DAYS = 7;
@@ -149,8 +149,13 @@ export async function changePassword(db: Db, input: { userId: number; sessionId:
     throw new Validation('current_password', 'current_password: is not your current password.');
   }
   await db('users').where({ id: input.userId }).queryContext({ allWorkspaces: 'the signed-in account itself' }).update({ password_hash: await hashPassword(input.password), updated_at: db.fn.now() });
-  await db('sessions').where({ user_id: input.userId }).whereNot({ id: input.sessionId }).delete();
-  await authChanged(db, { userId: input.userId });
+  await endOtherSessions(db, input.userId, input.sessionId);
+}
+
+/** The signed-in user changes the name they go by. */
+export async function renameUser(db: Db, userId: number, name: string): Promise<void> {
+  await db('users').where({ id: userId }).queryContext({ allWorkspaces: 'the signed-in account itself' }).update({ name, updated_at: db.fn.now() });
+  await authChanged(db, { userId }); // cached sessions carry the name
 }
 
 /** An operator sets a user's password (the CLI): every session of the user is revoked. */

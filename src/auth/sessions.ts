@@ -39,7 +39,7 @@ const sessionsByTokenHash = preparedQuery<SessionRow>('quoting_sessions_by_token
   /* all workspaces: a session is found by its token, and gives its workspace */
   select s.token_hash, s.id as session_id, s.expires_at,
          u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
-         w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.created_at as ws_created_at, w.updated_at as ws_updated_at
+         w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.time_zone, w.created_at as ws_created_at, w.updated_at as ws_updated_at
   from sessions s join users u on u.id = s.user_id left join workspaces w on w.id = u.workspace_id
   where s.token_hash = any(:hashes::text[]) and s.expires_at > now()`);
 
@@ -59,6 +59,7 @@ interface SessionRow {
   status: Workspace['status'];
   trial_ends_at: Date | null;
   public_key: string;
+  time_zone: string | null;
   ws_created_at: Date;
   ws_updated_at: Date;
 }
@@ -93,6 +94,7 @@ function sessionOf(row: SessionRow): ResolvedSession {
             status: row.status,
             trial_ends_at: row.trial_ends_at,
             public_key: row.public_key,
+            time_zone: row.time_zone,
             created_at: row.ws_created_at,
             updated_at: row.ws_updated_at,
           }),
@@ -125,6 +127,19 @@ export async function deleteSession(db: Db, sessionId: number): Promise<void> {
 export async function deleteUserSessions(db: Db, userId: number): Promise<void> {
   await db('sessions').where({ user_id: userId }).delete();
   await authChanged(db, { userId });
+}
+
+/** How many other live sessions the user has (other browsers, other devices). */
+export async function otherSessionCount(db: Db, userId: number, sessionId: number): Promise<number> {
+  const row = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).where('expires_at', '>', db.fn.now()).first(db.raw('count(*)::int as n'));
+  return (row as { n: number }).n;
+}
+
+/** Signs the user out everywhere but here (`sessionId`); returns how many sessions ended. */
+export async function endOtherSessions(db: Db, userId: number, sessionId: number): Promise<number> {
+  const ended = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).delete().returning('id');
+  await authChanged(db, { userId });
+  return ended.length;
 }
 
 /** HttpOnly, SameSite=Lax, 14 days; Secure when the request came over HTTPS (also behind a trusted proxy). */

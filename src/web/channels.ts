@@ -5,7 +5,7 @@ import type { AppDeps } from '../http/deps.js';
 import type { Principal } from '../http/principal.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
-import { dateText } from '../dates.js';
+import { dateText } from './dates.js';
 import {
   channelOut, channelOwnerships, channelRoles, channelStatuses, channelTypes, createChannelBody, listChannelsQuery, memberBody, memberOut, updateChannelBody,
 } from '../channels/schema.js';

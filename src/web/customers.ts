@@ -6,7 +6,7 @@ import { HttpError, type Validation } from '../errors.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
 import { amountText } from '../money.js';
-import { dateText, timeText } from '../dates.js';
+import { dateText, timeText } from './dates.js';
 import { createCustomerBody, deleteCustomerQuery, listCustomersQuery, updateCustomerBody } from '../customers/schema.js';
 import { customerPage, deleteCustomer, getCustomer, updateCustomer, upsertCustomer, type Dependents } from '../customers/service.js';
 import { orderPage } from '../orders/service.js';

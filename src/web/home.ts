@@ -6,7 +6,7 @@ import type { AppDeps } from '../http/deps.js';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { amountText } from '../money.js';
-import { dateText, timeText } from '../dates.js';
+import { dateText, timeText } from './dates.js';
 import { acceptedNotConverted, quotesAwaitingAnswer, quotesExpiringSoon } from '../quotes/home.js';
 import type { quoteOut } from '../quotes/schema.js';
 import { recentOrders } from '../orders/service.js';

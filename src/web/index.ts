@@ -6,6 +6,8 @@ import { serveAssets } from './assets.js';
 import { accountPages } from './account.js';
 import { homePages } from './home.js';
 import { settingsPages } from './settings.js';
+import { memberPages } from './members.js';
+import { yourAccountPages } from './your-account.js';
 import { keyPages } from './keys.js';
 import { webhookPages } from './webhooks.js';
 import { quotePages } from './quotes.js';
@@ -27,8 +29,10 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...customerPages(deps),
     ...channelPages(deps),
     ...settingsPages(deps),
+    ...memberPages(deps),
     ...keyPages(deps),
     ...webhookPages(deps),
+    ...yourAccountPages(deps),
   ];
 }
 

@@ -6,6 +6,7 @@ import { html, type Html } from '../templates.js';
 import { rotateKeys } from '../workspaces/service.js';
 import { page, type PageDef } from './page.js';
 import { shell } from './layout.js';
+import { settingsTabs } from './settings.js';
 import type { Flash } from './flash.js';
 import { fieldErrors, formText, type FieldErrors } from './forms.js';
 
@@ -30,6 +31,7 @@ export function keyPages({ db, config }: AppDeps): PageDef[] {
       section: 'settings',
       flash,
       content: html`<div class="page-head"><h1>Keys and tracking</h1></div>
+${settingsTabs(auth, '/app/settings/keys')}
 ${
   fresh
     ? html`<section class="card" aria-labelledby="new-heading">

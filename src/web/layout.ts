@@ -53,7 +53,6 @@ export function shell(auth: Principal, { title, section, flash, content }: Shell
         .filter((s) => !s.owner || isOwner)
         .map((s) => html`<li><a href="${s.href}"${s.section === section ? html` aria-current="page"` : ''}>${s.label}</a></li>`)
     : [];
-  const settings = isOwner ? '/app/settings' : '/app/settings/password';
   return document(
     title,
     html`<body class="app">
@@ -62,7 +61,7 @@ export function shell(auth: Principal, { title, section, flash, content }: Shell
   <a class="brand" href="/app">${workspace?.name ?? 'Quoting'}</a>
   <nav aria-label="Main"><ul>${links}</ul></nav>
   <div class="who">
-    <a href="${settings}" class="user">${auth.user.name || auth.user.email}</a>
+    <a href="/app/settings/account" class="user">${auth.user.name || auth.user.email}</a>
     <form method="post" action="/logout"><button type="submit" class="link">Sign out</button></form>
   </div>
 </header>

@@ -8,7 +8,7 @@ import { Forbidden, HttpError, type Validation } from '../errors.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
 import { amountText } from '../money.js';
-import { dateText, timeText } from '../dates.js';
+import { dateText, timeText } from './dates.js';
 import { listOrdersQuery, orderStatuses, updateOrderBody, type OrderFilters } from '../orders/schema.js';
 import { getOrder, orderPage, updateOrder } from '../orders/service.js';
 import type { itemOut, orderOut } from '../orders/schema.js';

@@ -9,6 +9,7 @@ import { parseInput } from '../schema/parse.js';
 import type { Html } from '../templates.js';
 import { takeFlash, setFlash, type Flash } from './flash.js';
 import { errorPage } from './errors.js';
+import { inTimeZone } from './dates.js';
 
 /**
  * Who may open a page:
@@ -123,25 +124,7 @@ async function run(def: PageDef, ctx: Context, authenticate: Authenticate, appOr
   try {
     if (ctx.method === 'POST') assertSameSite(ctx, appOrigin);
     auth = await principalOf(def.who, ctx, authenticate);
-    const { params, text } = pathParams((ctx.params as Record<string, string> | undefined) ?? {});
-    const input: PageInput<unknown> = {
-      ctx,
-      params,
-      text,
-      query: def.query ? parseInput(def.query, ctx.query) : {},
-      form: ctx.method === 'POST' ? ((ctx.request.body as Record<string, unknown> | undefined) ?? {}) : {},
-      auth,
-      flash: ctx.method === 'GET' || ctx.method === 'HEAD' ? takeFlash(ctx) : null,
-    };
-    let result: PageResult;
-    try {
-      result = await def.handle(input);
-    } catch (err) {
-      if (err instanceof Validation && def.invalid) result = new Rendered(422, await def.invalid(input, err));
-      else if (err instanceof HttpError && err.status === 409 && def.conflict) result = new Rendered(409, await def.conflict(input, err));
-      else throw err;
-    }
-    send(ctx, result);
+    await inTimeZone(auth.maybeWorkspace?.time_zone, () => answer(def, ctx, auth));
   } catch (err) {
     if (err instanceof Unauthorized && def.who !== 'anyone') {
       // A GET comes back to where it was going; a POST's form is gone, so it comes back to the page it was sent from.
@@ -150,6 +133,29 @@ async function run(def: PageDef, ctx: Context, authenticate: Authenticate, appOr
     }
     await answerError(ctx, err, auth);
   }
+}
+
+/** The page's answer to a caller already let in. */
+async function answer(def: PageDef, ctx: Context, auth: Principal): Promise<void> {
+  const { params, text } = pathParams((ctx.params as Record<string, string> | undefined) ?? {});
+  const input: PageInput<unknown> = {
+    ctx,
+    params,
+    text,
+    query: def.query ? parseInput(def.query, ctx.query) : {},
+    form: ctx.method === 'POST' ? ((ctx.request.body as Record<string, unknown> | undefined) ?? {}) : {},
+    auth,
+    flash: ctx.method === 'GET' || ctx.method === 'HEAD' ? takeFlash(ctx) : null,
+  };
+  let result: PageResult;
+  try {
+    result = await def.handle(input);
+  } catch (err) {
+    if (err instanceof Validation && def.invalid) result = new Rendered(422, await def.invalid(input, err));
+    else if (err instanceof HttpError && err.status === 409 && def.conflict) result = new Rendered(409, await def.conflict(input, err));
+    else throw err;
+  }
+  send(ctx, result);
 }
 
 async function principalOf(who: Who, ctx: Context, authenticate: Authenticate): Promise<Principal> {

@@ -5,7 +5,7 @@ import type { AppDeps } from '../http/deps.js';
 import type { Principal } from '../http/principal.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
-import { dateText, timeText } from '../dates.js';
+import { dateText, timeText } from './dates.js';
 import { moneyText } from '../money.js';
 import { createProductBody, createVariantBody, listProductsQuery, productOut, productStatuses, productTypes, updateProductBody, updateVariantBody, variantOut } from '../products/schema.js';
 import { addVariant, createProduct, deleteVariant, getProduct, productPage, updateProduct, updateVariant } from '../products/service.js';

@@ -5,7 +5,7 @@ import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import type { AppDeps } from '../http/deps.js';
 import { amountText } from '../money.js';
-import { dateText, timeText } from '../dates.js';
+import { dateText, timeText } from './dates.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
 import { assertChannelAccess } from '../channels/access.js';

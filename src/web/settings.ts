@@ -1,52 +1,97 @@
-/** /app/settings: the workspace as its owner sees it, and the way to each setting. */
-import { html } from '../templates.js';
+/** /app/settings: the workspace as its owner sees it (name and time zone editable), and the tabs of the settings pages. */
+import { html, type Html } from '../templates.js';
 import type { AppDeps } from '../http/deps.js';
-import { dateText } from '../dates.js';
-import { page, type PageDef } from './page.js';
+import type { Principal } from '../http/principal.js';
+import type { Workspace } from '../accounts.js';
+import { parseInput } from '../schema/parse.js';
+import { workspaceSettingsBody } from '../workspaces/schema.js';
+import { updateWorkspaceSettings } from '../workspaces/service.js';
+import { lockReason } from '../workspaces/model.js';
+import { dateText } from './dates.js';
+import { page, redirect, type PageDef, type PageInput } from './page.js';
 import { shell } from './layout.js';
+import { field, fieldErrors, formProblem, formText, type FieldErrors } from './forms.js';
 
 const statusText: Record<string, string> = { trialing: 'Trial', active: 'Active', suspended: 'Suspended' };
 
-export function settingsPages(_deps: AppDeps): PageDef[] {
-  return [
-    page({
-      method: 'get', path: '/app/settings', who: 'owner',
-      handle: async ({ auth, flash }) => {
-        const workspace = auth.workspace;
-        return shell(auth, {
-          title: 'Settings',
-          section: 'settings',
-          flash,
-          content: html`<h1>Settings</h1>
+/** The settings pages a caller may open: the owner's, then everyone's own account. */
+const tabs: { href: string; label: string; owner: boolean }[] = [
+  { href: '/app/settings', label: 'Workspace', owner: true },
+  { href: '/app/settings/members', label: 'Members', owner: true },
+  { href: '/app/settings/keys', label: 'Keys and tracking', owner: true },
+  { href: '/app/settings/webhooks', label: 'Webhooks', owner: true },
+  { href: '/app/settings/account', label: 'Your account', owner: false },
+];
+
+/** The settings tabs, the owner's only for an owner: a member sees their own account's. */
+export function settingsTabs(auth: Principal, current: string): Html {
+  const shown = tabs.filter((t) => !t.owner || auth.role === 'owner');
+  return html`<nav aria-label="Settings"><ul class="tabs">${shown.map(
+    (t) => html`<li><a href="${t.href}"${t.href === current ? html` aria-current="page"` : ''}>${t.label}</a></li>`,
+  )}</ul></nav>`;
+}
+
+/** Every zone this server knows, for the field's suggestions (any IANA name Intl accepts is taken). */
+const zoneOptions = html`<datalist id="time-zones">${['UTC', ...Intl.supportedValuesOf('timeZone')].map((zone) => html`<option value="${zone}"></option>`)}</datalist>`;
+
+/** Trial days left, or why the workspace is locked, or its status. */
+function statusLine(workspace: Workspace, now = new Date()): string {
+  const locked = lockReason(workspace, now);
+  if (locked) return `Locked: ${locked}`;
+  if (workspace.status === 'trialing' && workspace.trial_ends_at) {
+    const days = Math.ceil((workspace.trial_ends_at.getTime() - now.getTime()) / 86_400_000);
+    return `Trial: ${days} day${days === 1 ? '' : 's'} left (until ${dateText(workspace.trial_ends_at.toISOString())})`;
+  }
+  return statusText[workspace.status] ?? workspace.status;
+}
+
+export function settingsPages({ db }: AppDeps): PageDef[] {
+  const workspacePage = (input: PageInput<unknown>, values: { name: string; time_zone: string }, errors: FieldErrors) => {
+    const { auth } = input;
+    const workspace = auth.workspace;
+    return shell(auth, {
+      title: 'Settings',
+      section: 'settings',
+      flash: input.flash,
+      content: html`<h1>Settings</h1>
+${settingsTabs(auth, '/app/settings')}
 <div class="grid">
 <section class="card" aria-labelledby="ws-heading">
   <h2 id="ws-heading">Workspace</h2>
+  ${formProblem(errors, ['name', 'time_zone'])}
+  <form method="post" action="/app/settings" class="stack" novalidate>
+    ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true, autocomplete: 'organization', hint: 'Customers see it on quotes.' })}
+    ${field({ name: 'time_zone', label: 'Time zone', value: values.time_zone, errors, autocomplete: 'off', hint: 'The pages show dates and times in it: an IANA name such as Europe/Paris. Empty means UTC.', attrs: html` list="time-zones" spellcheck="false"` })}
+    ${zoneOptions}
+    <div class="actions"><button type="submit" class="primary">Save</button></div>
+  </form>
+</section>
+<section class="card" aria-labelledby="about-heading">
+  <h2 id="about-heading">About this workspace</h2>
   <dl class="meta">
-    <div><dt>Name</dt><dd>${workspace.name}</dd></div>
     <div><dt>Slug</dt><dd><code>${workspace.slug}</code></dd></div>
-    <div><dt>Status</dt><dd>${statusText[workspace.status] ?? workspace.status}${workspace.status === 'trialing' && workspace.trial_ends_at ? ` until ${dateText(workspace.trial_ends_at.toISOString())}` : ''}</dd></div>
+    <div><dt>Status</dt><dd>${statusLine(workspace)}</dd></div>
+    <div><dt>Time zone</dt><dd>${workspace.time_zone ?? 'UTC'}</dd></div>
     <div><dt>Created</dt><dd>${dateText(new Date(workspace.created_at).toISOString())}</dd></div>
   </dl>
 </section>
-<section class="card" aria-labelledby="you-heading">
-  <h2 id="you-heading">Your account</h2>
-  <dl class="meta">
-    <div><dt>Name</dt><dd>${auth.user.name}</dd></div>
-    <div><dt>Email</dt><dd>${auth.user.email}</dd></div>
-    <div><dt>Role</dt><dd>Owner</dd></div>
-  </dl>
-  <p class="actions"><a class="button" href="/app/settings/password">Change your password</a></p>
-</section>
-<section class="card" aria-labelledby="integrations-heading">
-  <h2 id="integrations-heading">Integrations</h2>
-  <ul class="plain">
-    <li><a href="/app/settings/keys">Keys and tracking</a>: the API keys and the tracking tag for your shop.</li>
-    <li><a href="/app/settings/webhooks">Webhooks</a>: events sent to your servers, and their deliveries.</li>
-  </ul>
-</section>
 </div>`,
-        });
+    });
+  };
+
+  return [
+    page({
+      method: 'get', path: '/app/settings', who: 'owner',
+      handle: async (input) => workspacePage(input, { name: input.auth.workspace.name, time_zone: input.auth.workspace.time_zone ?? '' }, {}),
+    }),
+    page({
+      method: 'post', path: '/app/settings', who: 'owner',
+      handle: async ({ form, auth }) => {
+        const body = parseInput(workspaceSettingsBody, { name: formText(form, 'name'), time_zone: formText(form, 'time_zone') });
+        await updateWorkspaceSettings(db, auth.access, body);
+        return redirect('/app/settings', 'The workspace settings are saved.');
       },
+      invalid: async (input, error) => workspacePage(input, { name: formText(input.form, 'name'), time_zone: formText(input.form, 'time_zone') }, fieldErrors(error)),
     }),
   ];
 }

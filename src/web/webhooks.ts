@@ -7,7 +7,7 @@ import type { Principal } from '../http/principal.js';
 import { NotFound, type HttpError, type Validation } from '../errors.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
-import { timeText } from '../dates.js';
+import { timeText } from './dates.js';
 import { eventTypes } from '../events/outbox.js';
 import { createSubscriptionBody, rotateSecretBody, updateSubscriptionBody } from '../webhooks/schema.js';
 import {
@@ -16,6 +16,7 @@ import {
 } from '../webhooks/service.js';
 import { page, redirect, Rendered, type PageDef, type PageInput } from './page.js';
 import { shell } from './layout.js';
+import { settingsTabs } from './settings.js';
 import type { Flash } from './flash.js';
 import { field, fieldErrors, formList, formProblem, formText, type FieldErrors } from './forms.js';
 import { badge } from './lists.js';
@@ -164,6 +165,7 @@ export function webhookPages({ db }: AppDeps): PageDef[] {
       section: 'settings',
       flash,
       content: html`<div class="page-head"><h1>Webhooks</h1>${isOwner ? html`<a class="button primary" href="/app/settings/webhooks/new">New webhook</a>` : ''}</div>
+${settingsTabs(auth, '/app/settings/webhooks')}
 <section class="card">
   <p class="muted">Each event of the workspace that a subscription's filter takes is POSTed to its URL, signed with its secret, and retried for a while when it fails.</p>
   ${

@@ -1,6 +1,6 @@
 import type { Workspace } from '../accounts.js';
 
-export const workspaceColumns = ['id', 'name', 'slug', 'status', 'trial_ends_at', 'public_key', 'created_at', 'updated_at'] as const;
+export const workspaceColumns = ['id', 'name', 'slug', 'status', 'trial_ends_at', 'public_key', 'time_zone', 'created_at', 'updated_at'] as const;
 export const userColumns = ['id', 'email', 'name', 'workspace_id', 'role', 'created_at', 'updated_at'] as const;
 
 /** Why a workspace is locked, or null when it is usable. */

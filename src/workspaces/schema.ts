@@ -9,6 +9,7 @@ export const workspaceOut = z.object({
   status: z.enum(['trialing', 'active', 'suspended']),
   trial_ends_at: timestamp.nullable(),
   public_key: z.string(),
+  time_zone: z.string().nullable().describe('The IANA time zone the app shows dates in (Europe/Paris); null is UTC'),
   created_at: timestamp,
   updated_at: timestamp,
 }).meta({ id: 'Workspace' });
@@ -58,3 +59,34 @@ export const adminWorkspacePatch = z.object({
       return date;
     }),
 });
+
+/** Whether Intl knows the zone: its canonical name (`europe/paris` → `Europe/Paris`), or null. Offsets are no zone. */
+export function canonicalTimeZone(name: string): string | null {
+  if (!/^[A-Za-z]/.test(name)) return null;
+  try {
+    return new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
+}
+
+/** An IANA time zone name (`Europe/Paris`, `UTC`); empty or null is none, which shows dates in UTC. */
+export const timeZoneInput = z
+  .union([z.string(), z.null()])
+  .transform((v, ctx) => {
+    const name = v?.trim() ?? '';
+    if (name === '') return null;
+    const zone = name.length <= 100 ? canonicalTimeZone(name) : null;
+    if (!zone) {
+      ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone name, e.g. Europe/Paris or America/New_York' });
+      return z.NEVER;
+    }
+    return zone;
+  });
+
+/** What the owner changes of their workspace: its name and the time zone of its pages' dates. */
+export const workspaceSettingsBody = z.object({
+  name: workspaceNameInput.optional(),
+  time_zone: timeZoneInput.optional(),
+});
+export type WorkspaceSettings = z.output<typeof workspaceSettingsBody>;

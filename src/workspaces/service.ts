@@ -4,6 +4,8 @@ import { randomToken, safeEqual, sha256 } from '../crypto.js';
 import { workspaceColumns } from './model.js';
 import type { Workspace, WorkspaceStatus } from '../accounts.js';
 import { authChanged } from './auth-changes.js';
+import type { WorkspaceSettings } from './schema.js';
+import type { Access } from '../access.js';
 
 export interface KeyPair {
   public_key: string;
@@ -126,5 +128,21 @@ export async function updateWorkspaceStatus(
     .returning(workspaceColumns)) as Workspace[];
   if (!workspace) throw new NotFound('Workspace not found.');
   await authChanged(db, { workspaceId: id });
+  return workspace;
+}
+
+/**
+ * The owner renames the workspace or sets the time zone its pages show dates in (null: UTC). Cached sessions
+ * carry the workspace, so they are evicted: the next page shows the change.
+ */
+export async function updateWorkspaceSettings(db: Db, access: Access, changes: WorkspaceSettings): Promise<Workspace> {
+  const workspaceId = access.workspaceId;
+  const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+  const [workspace] = (await db('workspaces')
+    .where({ id: workspaceId })
+    .update({ ...given, updated_at: db.fn.now() })
+    .returning(workspaceColumns)) as Workspace[];
+  if (!workspace) throw new NotFound('Workspace not found.');
+  await authChanged(db, { workspaceId });
   return workspace;
 }

@@ -135,7 +135,7 @@ test('an invite is accepted on /invite/{token}: the account is made, signed in, 
   t.is(home.status, 200);
   t.true(home.text.includes('Ivy &lt;i&gt;Invitee&lt;/i&gt;'));
   t.false(home.text.includes('href="/app/settings"'), 'a member has no Settings in the navigation');
-  t.true(home.text.includes('href="/app/settings/password"'), 'but reaches their password from their name');
+  t.true(home.text.includes('href="/app/settings/account"'), 'but reaches their account (and from it their password) from their name');
   const settings = await client.get('/app/settings');
   t.is(settings.status, 403, 'the owner-only settings page is the 403 page for a member');
   t.true(visibleText(settings.text).includes('Only a workspace owner may do this.'));
@@ -175,13 +175,16 @@ test('without mail the forgot page says to ask an owner', async (t) => {
   t.false(res.text.includes('<form method="post" action="/forgot"'));
 });
 
-test("the owner's settings page shows the workspace and the way to the password page", async (t) => {
+test("the owner's settings page shows the workspace, and their account page the way to the password page", async (t) => {
   const res = await owner.client.get('/app/settings');
   t.is(res.status, 200);
   const text = visibleText(res.text);
-  t.true(text.includes('Acme <b>Tools</b>') && text.includes(owner.email), text);
-  t.regex(text, /Status (Active|Trial until)/);
-  t.true(res.text.includes('href="/app/settings/password"'));
+  t.true(res.text.includes('value="Acme &lt;b&gt;Tools&lt;/b&gt;"'), 'the name, escaped, in its field');
+  t.regex(text, /Status (Active|Trial: \d+ days? left)/);
+  t.true(res.text.includes('href="/app/settings/account"'));
+  const account = await owner.client.get('/app/settings/account');
+  t.true(visibleText(account.text).includes(owner.email));
+  t.true(account.text.includes('href="/app/settings/password"'));
 });
 
 test('the password page changes the password, checks the current one beside its field, and keeps this session', async (t) => {

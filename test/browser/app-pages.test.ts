@@ -1,6 +1,7 @@
 import { useOwnerApp } from '../helpers/fixture.js';
 import { uniqueEmail } from '../helpers/app.js';
 import { ok } from '../helpers/client.js';
+import { postForm } from '../helpers/pages.js';
 import { APP_SHOTS, axeProblems, browserTest, launch, screenshots, watchedContext } from '../helpers/browser.js';
 import test from 'ava';
 
@@ -48,6 +49,10 @@ browserTest('every page of the app passes Axe, logs no console errors, fits a ph
   await ok(c.patch(`/api/v1/webhooks/${hook.id}`, { event_types: ['*'] }));
   await ok(c.post('/api/v1/customers', { email: uniqueEmail('ola'), name: 'Ola Nord' }), 201);
   const [delivery] = (await ok(c.get(`/api/v1/webhooks/${hook.id}/deliveries`))).deliveries;
+  const added = await postForm(c, '/app/settings/members/add', { email: uniqueEmail('sam'), name: 'Sam Seller', role: 'member' });
+  t.is(added.status, 201);
+  const sam = await app.db('users').where({ name: 'Sam Seller' }).first('id');
+  t.is((await postForm(c, `/app/settings/members/${sam.id}/channels`, { channel_id: String(channel.id), role: 'editor' })).status, 303);
   const pages: [name: string, path: string, status?: number][] = [
     ['login', '/login'],
     ['forgot', '/forgot'],
@@ -77,6 +82,8 @@ browserTest('every page of the app passes Axe, logs no console errors, fits a ph
     ['channel-delete', `/app/channels/${channel.id}/delete`],
     ['password', '/app/settings/password'],
     ['settings', '/app/settings'],
+    ['members', '/app/settings/members'],
+    ['account', '/app/settings/account'],
     ['keys', '/app/settings/keys'],
     ['keys-rotate', '/app/settings/keys/rotate'],
     ['webhooks', '/app/settings/webhooks'],

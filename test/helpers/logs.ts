@@ -1,10 +1,10 @@
-import { setLogLevel } from '../../src/log.js';
+import { setLogLevel, type LogLevel } from '../../src/log.js';
 
-/** Runs `fn` while capturing the app's log lines (JSON, level `error` and up), then restores silence. */
-export async function captureLogs<T>(fn: () => Promise<T>): Promise<{ result: T; logs: Record<string, any>[] }> {
+/** Runs `fn` while capturing the app's log lines (JSON, level `error` and up unless told), then restores silence. */
+export async function captureLogs<T>(fn: () => Promise<T>, level: Exclude<LogLevel, 'silent'> = 'error'): Promise<{ result: T; logs: Record<string, any>[] }> {
   const lines: string[] = [];
   const write = process.stderr.write.bind(process.stderr);
-  setLogLevel('error');
+  setLogLevel(level);
   process.stderr.write = ((chunk: string) => {
     lines.push(String(chunk));
     return true;
