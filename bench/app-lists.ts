@@ -3,11 +3,12 @@
  * evenly over `--rows / 50` customers, so every customer has exactly 50 quotes. The JSON API has no paging (a list
  * answers every row that matches), so its answer of 50 rows is `GET /api/v1/quotes?customer_id=C`: the baseline,
  *   A: `GET /api/v1/quotes?customer_id=C` (50 rows of JSON), against each page
- *   B: `/app/quotes?customer_id=C` (the same 50 rows), `/app/quotes` (page 1), `/app/quotes?page=500`,
- *      `/app/quotes?status=sent` and `/app/quotes?status=sent&page=100` (a deep page behind a filter),
+ *   B: `/app/quotes?customer_id=C` (the same 50 rows), `/app/quotes` (page 1), page 500 as its Next link on page 499
+ *      leads to it (`?page=500&before=<id>`), `/app/quotes?status=sent`, its page 100 the same way, and page 500
+ *      typed in (`?page=500` alone: the rows before it are skipped with OFFSET),
  * alternated A B A B … `--rounds` times with `--requests` sequential requests each, the whole body received,
- * uncompressed. A page does more than the list: the status tabs' counts and the total for the pager are one more
- * query over the filtered quotes. Prints min/median/max of each round's median and the ratio of medians (target ≤ 1.5).
+ * uncompressed. A page does more than the list: the status tabs' counts (which give the pager's total; kept per
+ * workspace, channel and status) and the channels for the filter are two more queries. Prints min/median/max of each round's median and the ratio of medians (target ≤ 1.5).
  * Then a page's first load on the wire: the HTML of /app/quotes with its stylesheet and script, gzip (target < 60 KB).
  *   node dist/bench/app-lists.js [--db postgres,embedded] [--rows 50000] [--rounds 7] [--requests 20]
  */
@@ -76,7 +77,17 @@ async function measure(server: ChildServer, cookie: string, customerId: number, 
   const baseline = `${server.url}/api/v1/quotes?customer_id=${customerId}`;
   const check = await (await fetch(baseline, { headers: { cookie } })).json();
   if (check.data.quotes.length !== PER_CUSTOMER) throw new Error(`the baseline has ${check.data.quotes.length} rows, not ${PER_CUSTOMER}`);
-  const pages = [`/app/quotes?customer_id=${customerId}`, '/app/quotes', '/app/quotes?page=500', '/app/quotes?status=sent', '/app/quotes?status=sent&page=100'];
+  // A deep page as a person reaches it: by the previous page's Next link, which says where the page starts.
+  const nextLink = async (path: string) => {
+    const text = await (await fetch(`${server.url}${path}`, { headers: { cookie } })).text();
+    const href = /rel="next" href="([^"]+)"/.exec(text)?.[1];
+    if (!href) throw new Error(`${path} has no next link`);
+    return href.replace(/&amp;/g, '&');
+  };
+  const pages = [
+    `/app/quotes?customer_id=${customerId}`, '/app/quotes', await nextLink('/app/quotes?page=499'), '/app/quotes?status=sent',
+    await nextLink('/app/quotes?status=sent&page=99'), '/app/quotes?page=500',
+  ];
   // Warm both paths (prepared statements, caches) before anything is counted.
   for (const path of pages) await round(`${server.url}${path}`, cookie);
   await round(baseline, cookie);

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { countReferences, scoped, whereExact, whereSearch } from '../db/scoped.js';
@@ -65,6 +66,16 @@ function channelList(db: Db, access: Access, filters: Partial<ChannelFilters>): 
     return whereSearch(query, ['c.name'], filters.q);
   };
   return { base: filtered, idColumn: 'c.id', json: channelJson() };
+}
+
+/** The select of the channels the caller may read, by name (id, name), for a filter's choices: at most `limit`. */
+export function readableChannelNamesQuery(db: Db, access: Access, limit = 500): Knex.QueryBuilder {
+  return whereReadable(scoped(db, 'channels as c', access.workspaceId), db, access, 'c.id').orderBy('c.name').orderBy('c.id').limit(limit).select('c.id', 'c.name');
+}
+
+/** The channels the caller may read, by name, for a filter's choices: one query. */
+export async function readableChannelNames(db: Db, access: Access): Promise<{ id: number; name: string }[]> {
+  return readableChannelNamesQuery(db, access);
 }
 
 /** The channels the caller may read, filtered, as JSON pages. */

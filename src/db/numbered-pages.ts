@@ -20,33 +20,55 @@ export interface NumberedPage<T> {
 }
 
 /**
+ * Where a page starts when it was reached by a link from its neighbour: below the id of the previous page's last row
+ * (`before`, the next link) or above the next page's first (`after`, the previous link).
+ */
+export interface PageCursor {
+  before?: number;
+  after?: number;
+}
+
+/**
  * Page `page` of a list: `size` rows by id descending, after the (page - 1) * size newest, and the count of the whole
  * filtered list. `json` is a row's SQL JSON expression, selected as objects (cast to json: text or json alike).
  * `base` builds the filtered, workspace-scoped query afresh (with `scoped()`, as keyset.ts's lists do), for the rows
  * and for the count. `total`, when given, reads the count instead (a list whose counts are kept, where counting its
  * rows would read them all). On a pool the two statements run side by side (the embedded database queues them on
  * its one connection); in a transaction one after the other, its one connection running a statement at a time. A
- * page number below 1, or none, counts as 1.
+ * page number below 1, or none, counts as 1. With a `cursor` the rows are read from it, and `page` only names the page.
  */
 export async function numberedPage<T>(
   db: Db,
   base: () => Knex.QueryBuilder,
-  opts: { idColumn: string; json: string; page: number; size?: number; total?: () => Promise<number> },
+  opts: { idColumn: string; json: string; page: number; size?: number; total?: () => Promise<number>; cursor?: PageCursor },
 ): Promise<NumberedPage<T>> {
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const page = pageNumber(opts.page, size);
-  const rows = () =>
-    pageRows<T>(
-      db,
-      base()
-        .orderBy(opts.idColumn, 'desc')
-        .offset((page - 1) * size)
-        .limit(size)
-        .select(db.raw(`(${opts.json})::text as json`)),
-    );
+  const rows = async () => {
+    const found = await pageRows<T>(db, pageRowsQuery(db, base, { ...opts, page, size }));
+    return opts.cursor?.after !== undefined ? found.reverse() : found;
+  };
   const count = opts.total ?? (async () => ((await base().first(db.raw('count(*)::int as n')))?.n as number | undefined) ?? 0);
   const [found, total] = db.isTransaction ? [await rows(), await count()] : await Promise.all([rows(), count()]);
   return { rows: found, total, page, size, pages: Math.max(1, Math.ceil(total / size)) };
+}
+
+/**
+ * The select of a page's rows, each its `json` text: newest first, or, after the previous link's cursor (`after`),
+ * oldest first (the caller reverses them). A cursor reads the page by id from where the link says it starts, however
+ * deep: no rows are skipped.
+ */
+export function pageRowsQuery(
+  db: Db,
+  base: () => Knex.QueryBuilder,
+  opts: { idColumn: string; json: string; page: number; size?: number; cursor?: PageCursor },
+): Knex.QueryBuilder {
+  const size = opts.size ?? NUMBERED_PAGE_SIZE;
+  const { before, after } = opts.cursor ?? {};
+  const query = before !== undefined ? base().where(opts.idColumn, '<', before).orderBy(opts.idColumn, 'desc')
+    : after !== undefined ? base().where(opts.idColumn, '>', after).orderBy(opts.idColumn, 'asc')
+    : base().orderBy(opts.idColumn, 'desc').offset((pageNumber(opts.page, size) - 1) * size);
+  return query.limit(size).select(db.raw(`(${opts.json})::text as json`));
 }
 
 /**
@@ -59,25 +81,30 @@ export async function numberedPage<T>(
  * planner's.
  */
 async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
-  let rows: { json: string | Buffer }[];
-  if (db.isTransaction) rows = await query;
-  else if (db.client.config.client === 'pg') {
+  const rows = await withoutBitmapScans<{ json: string | Buffer }>(db, query);
+  return rows.map((r) => JSON.parse(r.json.toString()) as T);
+}
+
+/** A query's rows, read with bitmap scans off (see pageRows); text columns may come as bytes (Buffer) on the embedded database. */
+export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder): Promise<R[]> {
+  if (db.isTransaction) return query;
+  if (db.client.config.client === 'pg') {
     const native = query.toSQL().toNative();
     assertTenancy(native.sql); // sent around knex, so around its check too
     const connection = await db.client.acquireConnection();
     try {
-      const results = await (connection as { query(sql: string): Promise<{ rows: { json: string }[] }[]> }).query(`set local enable_bitmapscan = off; ${inlineSql(native)}`);
-      rows = results[1].rows;
+      const results = await (connection as { query(sql: string): Promise<{ rows: R[] }[]> }).query(`set local enable_bitmapscan = off; ${inlineSql(native)}`);
+      return results[1].rows;
     } finally {
       await db.client.releaseConnection(connection);
     }
-  } else rows = await query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' } });
-  return rows.map((r) => JSON.parse(r.json.toString()) as T);
+  }
+  return query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' } });
 }
 
 /** numberedPage over an area's list (see ListQuery). */
-export function numberedListPage<T>(db: Db, list: ListQuery, page: number, size?: number): Promise<NumberedPage<T>> {
-  return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size, total: list.total });
+export function numberedListPage<T>(db: Db, list: ListQuery, page: number, options: { size?: number; cursor?: PageCursor; total?: () => Promise<number> } = {}): Promise<NumberedPage<T>> {
+  return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size: options.size, cursor: options.cursor, total: options.total ?? list.total });
 }
 
 /**

@@ -4,12 +4,13 @@ import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { listPages, type JsonPage } from '../db/keyset.js';
 import { textsList, type ListQuery } from '../db/list-query.js';
-import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
+import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, withoutBitmapScans, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { randomToken } from '../crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
+import { readableChannelNamesQuery } from '../channels/service.js';
 import { givenFields } from '../db/fields.js';
 import { preparedQuery } from '../db/prepared.js';
 import { isNumericOverflow } from '../db/errors.js';
@@ -135,8 +136,61 @@ export function listQuotes(db: Db, access: Access, filters: QuoteFilters): Async
 }
 
 /** Page `page` of the quotes the caller may read, filtered, newest first, with their count (the app's list). */
-export function quotePage(db: Db, access: Access, filters: Partial<QuoteFilters>, page: number): Promise<NumberedPage<QuoteJson>> {
-  return numberedListPage<QuoteJson>(db, quoteList(db, access, filters), page);
+export function quotePage(
+  db: Db,
+  access: Access,
+  filters: Partial<QuoteFilters>,
+  page: number,
+  options: { cursor?: PageCursor; total?: () => Promise<number> } = {},
+): Promise<NumberedPage<QuoteJson>> {
+  return numberedListPage<QuoteJson>(db, quoteList(db, access, filters), page, options);
+}
+
+/** The quotes list page's data: a page of the quotes, their status counts, and the channels the caller may read. */
+export interface QuoteListPage {
+  page: NumberedPage<QuoteJson>;
+  counts: Record<QuoteStatus, number>;
+  channels: { id: number; name: string }[];
+}
+
+/**
+ * Everything the quotes list page shows, in one statement: page `page` of the quotes the caller may read (from the
+ * cursor when its neighbour's link gave one), the status counts for its tabs under the other filters (whose sum, or
+ * the filtered status's count, is the pager's total), and the channels for the filter. A page costs one round trip,
+ * as a JSON list does.
+ */
+export async function quoteListPage(db: Db, access: Access, filters: Partial<QuoteFilters>, page: number, cursor: PageCursor = {}): Promise<QuoteListPage> {
+  const list = quoteList(db, access, filters);
+  const rows = pageRowsQuery(db, list.base, { idColumn: list.idColumn, json: list.json, page, cursor });
+  const statement = db.select(
+    db.raw(`(select coalesce(string_agg(r.json, ','), '') from ? as r) as rows`, [rows]),
+    db.raw(`(select coalesce(json_object_agg(k.status, k.n), '{}') from ? as k)::text as counts`, [statusCountsQuery(db, access, filters)]),
+    db.raw(`(select coalesce(json_agg(json_build_object('id', ch.id, 'name', ch.name)), '[]') from ? as ch)::text as channels`, [readableChannelNamesQuery(db, access)]),
+  );
+  const [row] = await withoutBitmapScans<{ rows: string | Buffer; counts: string | Buffer; channels: string | Buffer }>(db, statement);
+  const found = JSON.parse(`[${row.rows.toString()}]`) as QuoteJson[];
+  const counts = statusCounts(JSON.parse(row.counts.toString()) as Record<string, number>);
+  const total = filters.status ? counts[filters.status] : quoteStatuses.reduce((sum, status) => sum + counts[status], 0);
+  const size = NUMBERED_PAGE_SIZE;
+  return {
+    page: { rows: cursor.after !== undefined ? found.reverse() : found, total, page, size, pages: Math.max(1, Math.ceil(total / size)) },
+    counts,
+    channels: JSON.parse(row.channels.toString()),
+  };
+}
+
+/** The status counts' select (status, n) for the tabs: from the kept counts when they answer for the filters. */
+function statusCountsQuery(db: Db, access: Access, filters: Partial<Omit<QuoteFilters, 'status'>>): Knex.QueryBuilder {
+  // A status passed anyway (a page's whole query) must not narrow the tabs' counts to its own.
+  const all = { ...filters, status: undefined };
+  return countsKept(all)
+    ? readableCounts(db, access, all).groupBy('c.status').select('c.status', db.raw('sum(c.n)::int as n'))
+    : readableQuotes(db, access, all).groupBy('q.status').select('q.status', db.raw('count(*)::int as n'));
+}
+
+/** Every status with its count, 0 for those with none. */
+function statusCounts(found: Record<string, number>): Record<QuoteStatus, number> {
+  return Object.fromEntries(quoteStatuses.map((status) => [status, found[status] ?? 0])) as Record<QuoteStatus, number>;
 }
 
 /**
@@ -144,14 +198,8 @@ export function quotePage(db: Db, access: Access, filters: Partial<QuoteFilters>
  * from the kept counts when they answer for the filters, else by counting the quotes.
  */
 export async function quoteStatusCounts(db: Db, access: Access, filters: Partial<Omit<QuoteFilters, 'status'>>): Promise<Record<QuoteStatus, number>> {
-  // A status passed anyway (a page's whole query) must not narrow the tabs' counts to its own.
-  const all = { ...filters, status: undefined };
-  const rows = await (countsKept(all)
-    ? readableCounts(db, access, all).groupBy('c.status').select('c.status', db.raw('sum(c.n)::int as n'))
-    : readableQuotes(db, access, all).groupBy('q.status').select('q.status', db.raw('count(*)::int as n')));
-  const counts = Object.fromEntries(quoteStatuses.map((status) => [status, 0])) as Record<QuoteStatus, number>;
-  for (const { status, n } of rows as { status: QuoteStatus; n: number }[]) counts[status] = n;
-  return counts;
+  const rows = (await statusCountsQuery(db, access, filters)) as { status: QuoteStatus; n: number }[];
+  return statusCounts(Object.fromEntries(rows.map(({ status, n }) => [status, n])));
 }
 
 async function resolveCustomer(trx: Db, access: Access, input: Pick<QuoteInput, 'customer_id' | 'customer'>) {

@@ -6,6 +6,17 @@ import { Forbidden, NotFound } from '../errors.js';
 /** `?page=N`: a page number from 1; anything else reads as the first page. */
 export const pageNumber = z.coerce.number().int().min(1).max(1_000_000).catch(1).default(1);
 
+/** `?before=` or `?after=`: the id a page reached by its neighbour's link starts from; anything else is ignored. */
+export const cursorId = z.coerce.number().int().min(1).max(2147483647).optional().catch(undefined);
+
+/** Where the next and previous links of a page of these rows start: below its last row, above its first. */
+export const cursorOf = (rows: readonly { id: number }[]): PageCursorIds => ({ first: rows[0]?.id, last: rows.at(-1)?.id });
+
+export interface PageCursorIds {
+  first?: number;
+  last?: number;
+}
+
 /** The query string with some values changed (an empty or undefined value leaves its key out). */
 export function withQuery(path: string, query: Record<string, unknown>, changes: Record<string, string | number | undefined> = {}): string {
   const params = new URLSearchParams();
@@ -23,18 +34,26 @@ export interface PageOf {
   total: number;
 }
 
-/** "51–100 of 230", with previous and next links that keep the filters. */
-export function pager(path: string, query: Record<string, unknown>, { page, size, total }: PageOf, noun: string): Html {
+/**
+ * "51–100 of 230", with previous and next links that keep the filters. With the page's first and last ids (`cursor`),
+ * the links say where their page starts, so a deep page costs what the first does.
+ */
+export function pager(path: string, query: Record<string, unknown>, { page, size, total }: PageOf, noun: string, cursor?: PageCursorIds): Html {
   const pages = Math.max(1, Math.ceil(total / size));
   const first = total === 0 ? 0 : Math.min(total, (page - 1) * size + 1);
   const last = Math.min(total, page * size);
   return html`<nav class="pager" aria-label="Pages">
   <span>${total === 0 ? `No ${noun}` : `${first}–${last} of ${total} ${noun}`}${pages > 1 ? ` · page ${page} of ${pages}` : ''}</span>
   <span class="links">
-    ${page > 1 ? html`<a class="button small" rel="prev" href="${withQuery(path, query, { page: Math.min(page - 1, pages) })}">Previous</a>` : ''}
-    ${page < pages ? html`<a class="button small" rel="next" href="${withQuery(path, query, { page: page + 1 })}">Next</a>` : ''}
+    ${page > 1 ? html`<a class="button small" rel="prev" href="${withQuery(path, query, { page: Math.min(page - 1, pages), ...previousCursor(page, cursor) })}">Previous</a>` : ''}
+    ${page < pages ? html`<a class="button small" rel="next" href="${withQuery(path, query, { page: page + 1, before: cursor?.last, after: undefined })}">Next</a>` : ''}
   </span>
 </nav>`;
+}
+
+/** The previous page starts above this one's first row; page 1 is the plain list (new rows may have come). */
+function previousCursor(page: number, cursor: PageCursorIds | undefined): Record<string, number | undefined> {
+  return { before: undefined, after: page - 1 > 1 && cursor?.first !== undefined ? cursor.first : undefined };
 }
 
 /** A status as the badge the public page shows. */

@@ -9,21 +9,21 @@ import { dateText, timeText } from './dates.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
 import { assertChannelAccess } from '../channels/access.js';
-import { channelPage, getChannel, type ChannelJson } from '../channels/service.js';
+import { getChannel, readableChannelNames } from '../channels/service.js';
 import { getCustomer } from '../customers/service.js';
 import { convertQuote, orderOfQuote } from '../orders/service.js';
 import { listQuotesQuery, quoteStatuses, sendQuoteBody, type QuoteStatus } from '../quotes/schema.js';
-import { deleteQuote, getQuote, quotePage, quoteStatusCounts, readableQuote, type QuoteJson } from '../quotes/service.js';
+import { deleteQuote, getQuote, quoteListPage, readableQuote, type QuoteJson } from '../quotes/service.js';
 import { publicUrl, sendQuote } from '../quotes/send.js';
 import { expiredOn, transitionQuote } from '../quotes/transitions.js';
 import { quoteBrowsing, type EventJson } from '../tracking/service.js';
 import { page, redirect, type PageDef, type PageInput, type Redirect } from './page.js';
 import { shell } from './layout.js';
 import { formText } from './forms.js';
-import { badge, pageNumber, pager, visible, withQuery } from './lists.js';
+import { badge, cursorId, cursorOf, pageNumber, pager, visible, withQuery } from './lists.js';
 import type { Flash } from './flash.js';
 
-const listQuery = listQuotesQuery.extend({ page: pageNumber });
+const listQuery = listQuotesQuery.extend({ page: pageNumber, before: cursorId, after: cursorId });
 type ListQuery = z.output<typeof listQuery>;
 
 const statusLabel = (status: string) => status.charAt(0).toUpperCase() + status.slice(1);
@@ -40,15 +40,9 @@ function validity(quote: QuoteJson): Html {
 
 const customerText = (quote: QuoteJson) => String(quote.customer_name || quote.customer_email || '—');
 
-/**
- * The channels the caller may read, by name, for the channel filter. Read a page at a time (the channels' own list);
- * a workspace has few.
- */
-export async function readableChannels(db: Db, access: Access): Promise<ChannelJson[]> {
-  const first = await channelPage(db, access, {}, 1);
-  const rest = [];
-  for (let n = 2; n <= Math.min(first.pages, 20); n++) rest.push(await channelPage(db, access, {}, n));
-  return [first, ...rest].flatMap((p) => p.rows).sort((a, b) => a.name.localeCompare(b.name));
+/** The channels the caller may read, by name, for a channel filter. */
+export function readableChannels(db: Db, access: Access): Promise<{ id: number; name: string }[]> {
+  return readableChannelNames(db, access);
 }
 
 /** The customer a list is narrowed to, by name; their id alone when they are not in this workspace. */
@@ -69,16 +63,14 @@ export function quotePages({ db, config, mailer }: AppDeps): PageDef[] {
   async function listView(input: PageInput<ListQuery>): Promise<Html> {
     const { auth, query, flash } = input;
     const access = auth.access;
-    const { page: pageNo, ...filters } = query;
-    const [found, counts, channels, customer] = await Promise.all([
-      quotePage(db, access, filters, pageNo),
-      quoteStatusCounts(db, access, filters),
-      readableChannels(db, access),
-      filters.customer_id ? customerLabel(db, access, filters.customer_id) : Promise.resolve(null),
-    ]);
+    const { page: pageNo, before, after, ...filters } = query;
+    const { page: found, counts, channels } = await quoteListPage(db, access, filters, pageNo, { before, after });
+    // The customer the list is narrowed to names itself on its quotes; asked for only when it has none here.
+    const first = found.rows[0];
+    const customer = !filters.customer_id ? null : first ? customerText(first) : await customerLabel(db, access, filters.customer_id);
     const all = quoteStatuses.reduce((sum, status) => sum + counts[status], 0);
     const tab = (status: QuoteStatus | undefined, label: string, count: number) =>
-      html`<li><a href="${withQuery('/app/quotes', { ...query, status, page: undefined })}"${status === filters.status ? html` aria-current="page"` : ''}>${label}<span class="count">${count}</span></a></li>`;
+      html`<li><a href="${withQuery('/app/quotes', { ...query, status, page: undefined, before: undefined, after: undefined })}"${status === filters.status ? html` aria-current="page"` : ''}>${label}<span class="count">${count}</span></a></li>`;
     const filtered = Boolean(filters.status || filters.channel_id || filters.customer_id || filters.q);
     const rows = found.rows.map(
       (quote) => html`<tr>
@@ -116,9 +108,9 @@ export function quotePages({ db, config, mailer }: AppDeps): PageDef[] {
   <button type="submit">Filter</button>
   ${filtered ? html`<a class="button" href="/app/quotes">Clear</a>` : ''}
 </form>
-${customer ? html`<p class="muted">Quotes of <strong>${customer}</strong> · <a href="${withQuery('/app/quotes', { ...query, customer_id: undefined, page: undefined })}">all customers</a></p>` : ''}
+${customer ? html`<p class="muted">Quotes of <strong>${customer}</strong> · <a href="${withQuery('/app/quotes', { ...query, customer_id: undefined, page: undefined, before: undefined, after: undefined })}">all customers</a></p>` : ''}
 ${table}
-${pager('/app/quotes', query, found, 'quotes')}`,
+${pager('/app/quotes', query, found, 'quotes', cursorOf(found.rows))}`,
     });
   }
 

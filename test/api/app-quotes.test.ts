@@ -433,10 +433,15 @@ test('50 quotes a page, newest first, with previous and next links that keep the
   t.deepEqual(rowsOf(first.text), ids.slice(3).reverse());
   const text = visibleText(first.text);
   t.true(text.includes('1–50 of 53 quotes · page 1 of 2'), text);
-  t.regex(first.text, /<a class="button small" rel="next" href="\/app\/quotes\?q=Buyer&amp;page=2">Next<\/a>/);
+  // The next link says where its page starts (below this page's last row), so a deep page skips no rows.
+  t.regex(first.text, new RegExp(`<a class="button small" rel="next" href="/app/quotes\\?q=Buyer&amp;page=2&amp;before=${ids[3]}">Next</a>`));
   t.notRegex(first.text, /rel="prev"/);
-  const second = await me.client.get('/app/quotes?q=Buyer&page=2');
+  const second = await me.client.get(`/app/quotes?q=Buyer&page=2&before=${ids[3]}`);
   t.deepEqual(rowsOf(second.text), ids.slice(0, 3).reverse());
+  t.deepEqual(rowsOf((await me.client.get('/app/quotes?q=Buyer&page=2')).text), ids.slice(0, 3).reverse(), 'a typed page number reads the same rows');
+  // A previous link from a deeper page starts above that page's first row.
+  t.deepEqual(rowsOf((await me.client.get(`/app/quotes?q=Buyer&page=1&after=${ids[2]}`)).text), ids.slice(3).reverse());
+  t.deepEqual(rowsOf((await me.client.get('/app/quotes?q=Buyer&before=nonsense')).text), ids.slice(3).reverse(), 'a cursor that is no id is ignored');
   t.true(visibleText(second.text).includes('51–53 of 53 quotes · page 2 of 2'));
   t.regex(second.text, /rel="prev" href="\/app\/quotes\?q=Buyer"/);
   t.notRegex(second.text, /rel="next"/);
