@@ -15,12 +15,11 @@ import type { itemOut, orderOut } from '../orders/schema.js';
 import type { customerOut } from '../customers/schema.js';
 import { customersById } from '../customers/service.js';
 import { readableQuote } from '../quotes/service.js';
-import { getChannel } from '../channels/service.js';
+import { getChannel, readableChannelNames } from '../channels/service.js';
 import { assertChannelAccess } from '../channels/access.js';
 import type { NumberedPage } from '../db/numbered-pages.js';
 import { page, redirect, type PageDef } from './page.js';
 import { shell } from './layout.js';
-import { readableChannels } from './quotes.js';
 import type { Flash } from './flash.js';
 import { field, fieldErrors, formProblem, formText, select, textarea, type FieldErrors } from './forms.js';
 import { badge, pageNumber, pager, visible, withQuery } from './lists.js';
@@ -52,7 +51,7 @@ const customerName = (customer: Customer | undefined): string =>
 
 /** The channel filter: the channels the caller may read, as the quotes list offers them; nothing when there are none. */
 async function channelFilter(db: Db, access: Access, current: number | undefined): Promise<Html> {
-  const channels = await readableChannels(db, access);
+  const channels = await readableChannelNames(db, access);
   if (channels.length === 0 && current === undefined) return html``;
   return select({
     name: 'channel_id', label: 'Channel', value: current === undefined ? '' : String(current),

@@ -9,7 +9,7 @@ import { dateText, timeText } from './dates.js';
 import { parseInput } from '../schema/parse.js';
 import { html, type Html } from '../templates.js';
 import { assertChannelAccess } from '../channels/access.js';
-import { getChannel, readableChannelNames } from '../channels/service.js';
+import { getChannel } from '../channels/service.js';
 import { getCustomer } from '../customers/service.js';
 import { convertQuote, orderOfQuote } from '../orders/service.js';
 import { listQuotesQuery, quoteStatuses, sendQuoteBody, type QuoteStatus } from '../quotes/schema.js';
@@ -39,11 +39,6 @@ function validity(quote: QuoteJson): Html {
 }
 
 const customerText = (quote: QuoteJson) => String(quote.customer_name || quote.customer_email || '—');
-
-/** The channels the caller may read, by name, for a channel filter. */
-export function readableChannels(db: Db, access: Access): Promise<{ id: number; name: string }[]> {
-  return readableChannelNames(db, access);
-}
 
 /** The customer a list is narrowed to, by name; their id alone when they are not in this workspace. */
 async function customerLabel(db: Db, access: Access, id: number): Promise<string> {
