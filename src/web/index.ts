@@ -11,6 +11,7 @@ import { quoteFormPages } from './quote-form.js';
 import { productPages } from './products.js';
 import { orderPages } from './orders.js';
 import { customerPages } from './customers.js';
+import { importPages } from './imports.js';
 
 /** Every page of the app, in one table: what src/server/app.ts serves and the tests walk. */
 export function appPages(deps: AppDeps): PageDef[] {
@@ -22,6 +23,7 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...productPages(deps),
     ...orderPages(deps),
     ...customerPages(deps),
+    ...importPages(deps),
     ...settingsPages(deps),
   ];
 }
