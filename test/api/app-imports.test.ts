@@ -223,6 +223,18 @@ test.serial('a URL instead of a file; a form without either, or without a kind, 
   t.true(both.text.includes('url: give a file or a URL, not both.'));
 });
 
+test.serial('a file the import refuses as a whole (a required column missing): the page shows the API\'s message; nothing is written', async (t) => {
+  const csv = `product_sku,name,price\nM-${tag()},No variant column,1.00\n`;
+  const api = await owner.client.request('POST', '/api/v1/products/import?dry_run=1', { raw: csv, contentType: 'text/csv' });
+  t.is(api.status, 422);
+  const id = jobIdOf(await upload(owner.client, { kind: 'products' }, csv));
+  t.deepEqual((await settle(owner.client, id)).at(-1), 'failed');
+  const text = visibleText((await owner.client.get(`/app/imports/${id}`)).text);
+  t.true(text.includes(api.body.error), text);
+  t.true(text.includes('Nothing was written.'));
+  t.is((await postForm(owner.client, `/app/imports/${id}/apply`, {})).status, 409);
+});
+
 test.serial('markup in a CSV cell, a column and the file name comes out escaped in the report', async (t) => {
   const evil = '<script>x</script>';
   const p = `E-${tag()}`;
