@@ -5,7 +5,7 @@ import { listPages, type JsonPage } from '../db/keyset.js';
 import type { ListQuery } from '../db/list-query.js';
 import { numberedListPage, type NumberedPage } from '../db/numbered-pages.js';
 import { givenFields } from '../db/fields.js';
-import { Conflict, NotFound } from '../errors.js';
+import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { assertChannelAccess, whereAllowing, whereReadable, type ChannelNeed, type ChannelRole } from './access.js';
 import type { ChannelChanges, ChannelFilters } from './schema.js';
 
@@ -75,6 +75,24 @@ export function listChannels(db: Db, access: Access, filters: ChannelFilters): A
 /** Page `page` of the channels the caller may read, filtered, newest first, with their count (the app's list). */
 export function channelPage(db: Db, access: Access, filters: Partial<ChannelFilters>, page: number): Promise<NumberedPage<ChannelJson>> {
   return numberedListPage<ChannelJson>(db, channelList(db, access, filters), page);
+}
+
+/** How many roles are granted on each of the given channels (absent: none): one query, for a list's rows. */
+export async function memberCounts(db: Db, access: Access, channelIds: readonly number[]): Promise<Map<number, number>> {
+  if (channelIds.length === 0) return new Map();
+  const rows = await scoped(db, 'channel_members', access.workspaceId).whereIn('channel_id', channelIds).groupBy('channel_id').select('channel_id', db.raw('count(*)::int as n'));
+  return new Map(rows.map((r: { channel_id: number; n: number }) => [r.channel_id, r.n]));
+}
+
+/** Whether the caller may change the channel and its roles (the manager role; owners always): what a page offers. */
+export async function mayManageChannel(db: Db, access: Access, id: number): Promise<boolean> {
+  try {
+    await assertChannelAccess(db, access, id, 'manage');
+    return true;
+  } catch (err) {
+    if (err instanceof Forbidden) return false;
+    throw err;
+  }
 }
 
 /** The channels on which the caller holds `need` (owners: all), by name: what a form offers to pick from. */

@@ -6,11 +6,12 @@ import type { AppDeps } from '../http/deps.js';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { amountText } from '../money.js';
-import { dateText } from '../dates.js';
+import { dateText, timeText } from '../dates.js';
 import { acceptedNotConverted, quotesAwaitingAnswer, quotesExpiringSoon } from '../quotes/home.js';
 import type { quoteOut } from '../quotes/schema.js';
 import { recentOrders } from '../orders/service.js';
 import type { orderOut } from '../orders/schema.js';
+import { failingDeliveries, type FailingDelivery } from '../webhooks/service.js';
 import { getCustomer } from '../customers/service.js';
 import { page, type PageDef } from './page.js';
 import { shell } from './layout.js';
@@ -87,6 +88,8 @@ export function homePages({ db }: AppDeps): PageDef[] {
           acceptedNotConverted(db, access, BOX_ROWS + 1),
           recentOrders(db, access, BOX_ROWS),
         ])) as unknown as [Quote[], Quote[], Quote[], Order[]];
+        // Webhooks are the owner's to fix; the box is not shown at all while nothing fails.
+        const failing = auth.role === 'owner' ? await failingDeliveries(db, access, BOX_ROWS + 1) : [];
         const customers = await customerNames(db, access, orders);
         return shell(auth, {
           title: 'Home',
@@ -94,6 +97,16 @@ export function homePages({ db }: AppDeps): PageDef[] {
           flash,
           content: html`<div class="page-head"><h1>${auth.workspace.name}</h1><a class="button primary" href="/app/quotes/new">New quote</a></div>
 <div class="grid boxes">
+${failing.length ? box<FailingDelivery>({
+  id: 'failing', title: 'Failing webhook deliveries', all: '/app/settings/webhooks', rows: failing,
+  empty: '',
+  columns: [
+    { label: 'Delivery', cell: (d) => html`<a href="/app/settings/webhooks/${String(d.subscription_id)}/deliveries/${d.id}">${String(d.event_type)}</a>` },
+    { label: 'To', cell: (d) => html`<span class="url">${d.url}</span>` },
+    { label: 'Outcome', cell: (d) => [d.status === 'dead' ? 'Failed' : 'Retrying', d.last_status_code === null ? '' : `HTTP ${String(d.last_status_code)}`, String(d.last_error ?? '')].filter(Boolean).join(' · ') },
+    { label: 'When', cell: (d) => timeText(d.updated_at) },
+  ],
+}) : ''}
 ${box({
   id: 'awaiting', title: 'Waiting for an answer', all: '/app/quotes?status=sent', rows: awaiting,
   empty: 'No sent quotes are waiting for an answer.',

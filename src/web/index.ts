@@ -6,11 +6,14 @@ import { serveAssets } from './assets.js';
 import { accountPages } from './account.js';
 import { homePages } from './home.js';
 import { settingsPages } from './settings.js';
+import { keyPages } from './keys.js';
+import { webhookPages } from './webhooks.js';
 import { quotePages } from './quotes.js';
 import { quoteFormPages } from './quote-form.js';
 import { productPages } from './products.js';
 import { orderPages } from './orders.js';
 import { customerPages } from './customers.js';
+import { channelPages } from './channels.js';
 import { importPages } from './imports.js';
 
 /** Every page of the app, in one table: what src/server/app.ts serves and the tests walk. */
@@ -23,8 +26,11 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...productPages(deps),
     ...orderPages(deps),
     ...customerPages(deps),
+    ...channelPages(deps),
     ...importPages(deps),
     ...settingsPages(deps),
+    ...keyPages(deps),
+    ...webhookPages(deps),
   ];
 }
 

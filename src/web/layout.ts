@@ -11,6 +11,7 @@ const sections: { section: Section; label: string; href: string; owner?: boolean
   { section: 'orders', label: 'Orders', href: '/app/orders' },
   { section: 'customers', label: 'Customers', href: '/app/customers' },
   { section: 'products', label: 'Products', href: '/app/products' },
+  { section: 'channels', label: 'Channels', href: '/app/channels' },
   // Whoever the imports API lets in (any signed-in member): the services apply the same rights.
   { section: 'imports', label: 'Imports', href: '/app/imports' },
   { section: 'settings', label: 'Settings', href: '/app/settings', owner: true },

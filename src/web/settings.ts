@@ -37,6 +37,13 @@ export function settingsPages(_deps: AppDeps): PageDef[] {
   </dl>
   <p class="actions"><a class="button" href="/app/settings/password">Change your password</a></p>
 </section>
+<section class="card" aria-labelledby="integrations-heading">
+  <h2 id="integrations-heading">Integrations</h2>
+  <ul class="plain">
+    <li><a href="/app/settings/keys">Keys and tracking</a>: the API keys and the tracking tag for your shop.</li>
+    <li><a href="/app/settings/webhooks">Webhooks</a>: events sent to your servers, and their deliveries.</li>
+  </ul>
+</section>
 </div>`,
         });
       },

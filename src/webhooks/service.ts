@@ -147,3 +147,37 @@ export async function resendDelivery(db: Db, access: Access, id: number): Promis
   }
   return getDelivery(db, access, id);
 }
+
+/** One subscription, without its secret (the API reads it through the list; a page opens it by id). */
+export function findSubscription(db: Db, access: Access, id: number): Promise<SubscriptionJson> {
+  return getSubscription(db, access.workspaceId, id);
+}
+
+/** Each subscription's most recent delivery, by subscription id: the outcome a list of subscriptions shows beside each. */
+export async function lastDeliveries(db: Db, access: Access): Promise<Map<number, DeliveryJson>> {
+  const rows = await scoped(db, 'webhook_deliveries as d', access.workspaceId)
+    .distinctOn('d.subscription_id')
+    .orderBy([{ column: 'd.subscription_id' }, { column: 'd.id', order: 'desc' }])
+    .select('d.subscription_id', db.raw(`${deliveryJson()} as json`));
+  return new Map(rows.map((r: { subscription_id: number; json: DeliveryJson }) => [r.subscription_id, r.json]));
+}
+
+export type FailingDelivery = DeliveryJson & { url: string };
+
+/**
+ * Deliveries that failed and still need the owner: retrying (failed) or given up (dead after at least one attempt),
+ * changed in the last `days`, of a subscription that is still active (a paused or deleted one's cannot be resent).
+ * A resend puts one back to pending, which takes it off this list. Newest first, with the subscription's URL.
+ */
+export async function failingDeliveries(db: Db, access: Access, limit: number, days = 7): Promise<FailingDelivery[]> {
+  const rows = await scoped(db, 'webhook_deliveries as d', access.workspaceId)
+    .join('webhook_subscriptions as s', (on) => on.on('s.id', 'd.subscription_id').andOn('s.workspace_id', 'd.workspace_id'))
+    .where('s.active', true)
+    .whereIn('d.status', ['failed', 'dead'])
+    .where('d.attempts', '>', 0)
+    .where('d.updated_at', '>', db.raw(`now() - make_interval(days => ?)`, [days]))
+    .orderBy('d.id', 'desc')
+    .limit(limit)
+    .select('s.url', db.raw(`${deliveryJson()} as json`));
+  return rows.map((r: { url: string; json: DeliveryJson }) => ({ ...r.json, url: r.url }));
+}

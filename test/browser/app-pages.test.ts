@@ -38,8 +38,16 @@ browserTest('every page of the app passes Axe, logs no console errors, fits a ph
   const converted = await send(await quote(customers[2], [{ sku: 'DESK-OAK-160', quantity: '1' }]));
   await accept(converted);
   const order = await ok(c.post(`/api/v1/quotes/${converted.id}/convert`, {}), 201);
+  const channel = (await ok(c.post('/api/v1/channels', { name: 'Online shop', type: 'web', country: 'DE', currency: 'EUR' }), 201)).channel;
+  await ok(c.post('/api/v1/channels', { name: 'Trade fair stand', type: 'retail', status: 'paused' }), 201);
+  await ok(c.put(`/api/v1/channels/${channel.id}/members/${owner.user.id}`, { role: 'manager' }));
   const customerId = idOf(customers[0]);
   const orderId = order.order?.id ?? order.id;
+  const hook = (await ok(c.post('/api/v1/webhooks', { url: 'https://hooks.northwind.example/quoting', event_types: ['quote.*', 'order.created'], description: 'ERP sync' }), 201)).subscription;
+  await ok(c.post('/api/v1/customers', { email: uniqueEmail('lena'), name: 'Lena Berg' }), 201);
+  await ok(c.patch(`/api/v1/webhooks/${hook.id}`, { event_types: ['*'] }));
+  await ok(c.post('/api/v1/customers', { email: uniqueEmail('ola'), name: 'Ola Nord' }), 201);
+  const [delivery] = (await ok(c.get(`/api/v1/webhooks/${hook.id}/deliveries`))).deliveries;
   const pages: [name: string, path: string, status?: number][] = [
     ['login', '/login'],
     ['forgot', '/forgot'],
@@ -62,7 +70,22 @@ browserTest('every page of the app passes Axe, logs no console errors, fits a ph
     ['product-new', '/app/products/new'],
     ['product', `/app/products/${product.product?.id ?? product.id}`],
     ['product-edit', `/app/products/${product.product?.id ?? product.id}/edit`],
+    ['channels', '/app/channels'],
+    ['channel-new', '/app/channels/new'],
+    ['channel', `/app/channels/${channel.id}`],
+    ['channel-edit', `/app/channels/${channel.id}/edit`],
+    ['channel-delete', `/app/channels/${channel.id}/delete`],
     ['password', '/app/settings/password'],
+    ['settings', '/app/settings'],
+    ['keys', '/app/settings/keys'],
+    ['keys-rotate', '/app/settings/keys/rotate'],
+    ['webhooks', '/app/settings/webhooks'],
+    ['webhook-new', '/app/settings/webhooks/new'],
+    ['webhook', `/app/settings/webhooks/${hook.id}`],
+    ['webhook-edit', `/app/settings/webhooks/${hook.id}/edit`],
+    ['webhook-rotate', `/app/settings/webhooks/${hook.id}/rotate`],
+    ['webhook-delete', `/app/settings/webhooks/${hook.id}/delete`],
+    ['delivery', `/app/settings/webhooks/${hook.id}/deliveries/${delivery.id}`],
     ['not-found', '/app/no-such-page', 404],
   ];
 
