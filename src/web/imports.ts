@@ -75,7 +75,7 @@ function jobList(jobs: ImportJob[]): Html {
   <td data-label="Kind">${kindLabel[job.kind]}</td>
   <td data-label="Status">${statusBadge(job)}</td>
   <td data-label="Rows" class="num">${count((job.report ?? job.dryRun)?.rows ?? job.progress.rows)}</td>
-  <td data-label="Started">${timeText(job.createdAt)}</td>
+  <td data-label="Started">${timeText(job.createdAt.toISOString())}</td>
 </tr>`,
   );
   return html`<div class="table-wrap"><table class="list">
@@ -179,7 +179,7 @@ function jobPage(input: PageInput<unknown>, job: ImportJob, pageNo: number): Htm
     // Without script the page reloads itself while the import runs; with script imports.js swaps the progress in.
     head: busy ? html`<noscript><meta http-equiv="refresh" content="2"></noscript><script src="${assetUrl('imports.js')}" defer></script>` : '',
     content: html`${back}<div class="page-head"><h1>Import of ${job.source}</h1>${statusBadge(job)}</div>
-<p class="muted">${kindLabel[job.kind]} · ${sizeText(job.size)} · started ${timeText(job.createdAt)}${job.finishedAt ? html` · finished ${timeText(job.finishedAt)}` : ''}</p>
+<p class="muted">${kindLabel[job.kind]} · ${sizeText(job.size)} · started ${timeText(job.createdAt.toISOString())}${job.finishedAt ? html` · finished ${timeText(job.finishedAt.toISOString())}` : ''}</p>
 ${outcome(job, pageNo)}`,
   });
 }

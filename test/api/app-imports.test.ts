@@ -136,6 +136,7 @@ test.serial('a product CSV with errors: the dry run lists the bad lines with fie
   t.false(shown.text.includes('http-equiv="refresh"'), 'a finished run does not refresh');
   const text = visibleText(shown.text);
   t.true(text.includes('Import of lamps.csv'));
+  t.regex(text, /Products · 1 KB · started \d+ \w+ \d{4}, \d\d:\d\d UTC · finished \d+ \w+ \d{4}, \d\d:\d\d UTC/);
   t.true(text.includes('Dry run: what the import would do'));
   t.true(text.includes(`Rows read ${api.rows}`), text);
   t.true(text.includes(`Would be created ${api.created}`), text);
