@@ -71,10 +71,11 @@ export function bodyParser(ctx: Context, next: Next): Promise<void> {
 
 /**
  * An import's file (multipart or a raw CSV body, up to 20 MB) is read as a stream by its route
- * (src/imports/routes.ts), never buffered whole here; its JSON form ({url}) is parsed as usual.
+ * (src/imports/upload.ts, for the API and the app's import page), never buffered whole here; its JSON
+ * or form-encoded form ({url}) is parsed as usual.
  */
 function streamedUpload(ctx: Context): boolean {
-  return ctx.method === 'POST' && /^\/api\/v1\/(products|orders)\/import\/?$/.test(ctx.path) && !ctx.is('json', 'urlencoded');
+  return ctx.method === 'POST' && /^\/(api\/v1\/(products|orders)\/import|app\/imports)\/?$/.test(ctx.path) && !ctx.is('json', 'urlencoded');
 }
 
 function normaliseBody(ctx: Context): Record<string, unknown> {

@@ -74,3 +74,8 @@ export const importOut = z.object({
     errors: z.array(z.object({ row: z.number().int().describe('Spreadsheet line number; the header is line 1'), field: z.string(), message: z.string() })),
   }),
 });
+
+/** What a file holds, where no path says it (the app's import form). */
+export const importKindInput = z.object({
+  kind: z.enum(['products', 'orders'], { error: 'choose products or orders' }),
+});

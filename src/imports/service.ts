@@ -11,6 +11,7 @@ import { MAX_IMPORT_BYTES, MAX_RECORD_BYTES, openCsv, TooLarge, type ByteSource,
 import { orderImporter } from './orders.js';
 import { productImporter } from './products.js';
 import { spool, type Spooled, type SpoolOptions } from './spool.js';
+export type { Spooled };
 import { emptyReport, type BatchWrite, type Importer, type ImportReport } from './report.js';
 
 export type ImportKind = 'products' | 'orders';
@@ -38,6 +39,8 @@ export interface ImportOptions {
   onProgress?: (progress: ImportProgress) => void;
   /** Aborting stops the import; nothing is written. */
   signal?: AbortSignal;
+  /** Called when the import's turn has come: every earlier import of its kind into the workspace is over. */
+  onStart?: () => void;
 }
 
 /**
@@ -59,15 +62,34 @@ class Rollback extends Error {}
  * that created rows, the grown tables are analysed, so plans see the new sizes at once.
  */
 export async function importCsv(db: Knex, access: Access, kind: ImportKind, source: ByteSource, options: ImportOptions): Promise<ImportReport> {
-  const deadline = (options.startedAt ?? Date.now()) + options.windowSeconds * 1000;
-  const pastWindow = () =>
-    new HttpError(422, `The import ran past its ${describeWindow(options.windowSeconds)} window and was stopped; nothing was written. Split the file and import the parts.`);
-  const spooled = await spool(source, { deadline, pastDeadline: pastWindow, what: 'the file', failureStatus: 408, ...options.from });
+  // One window for both halves, counted from the start (or now).
+  const timed = { ...options, startedAt: options.startedAt ?? Date.now() };
+  const spooled = await spoolCsv(source, timed);
   try {
-    return await oneAtATime(`${kind}:${access.workspaceId}`, () => importSpooled(db, access, kind, spooled, options, deadline, pastWindow));
+    return await importSpooledCsv(db, access, kind, spooled, timed);
   } finally {
     await spooled.remove();
   }
+}
+
+/** The import's window: it ends `windowSeconds` after `startedAt`, and its error says so. */
+function importWindow(options: Pick<ImportOptions, 'windowSeconds' | 'startedAt'>): { deadline: number; pastWindow: () => HttpError } {
+  const deadline = (options.startedAt ?? Date.now()) + options.windowSeconds * 1000;
+  const pastWindow = () =>
+    new HttpError(422, `The import ran past its ${describeWindow(options.windowSeconds)} window and was stopped; nothing was written. Split the file and import the parts.`);
+  return { deadline, pastWindow };
+}
+
+/** The first half of an import: the file stored whole in a private temporary file (the caller removes it). */
+export async function spoolCsv(source: ByteSource, options: Pick<ImportOptions, 'windowSeconds' | 'startedAt' | 'from'>): Promise<Spooled> {
+  const { deadline, pastWindow } = importWindow(options);
+  return spool(source, { deadline, pastDeadline: pastWindow, what: 'the file', failureStatus: 408, ...options.from });
+}
+
+/** The second half: a spooled file imported, after every earlier import of its kind into the workspace (the file stays). */
+export function importSpooledCsv(db: Knex, access: Access, kind: ImportKind, spooled: Spooled, options: ImportOptions): Promise<ImportReport> {
+  const { deadline, pastWindow } = importWindow(options);
+  return oneAtATime(`${kind}:${access.workspaceId}`, () => importSpooled(db, access, kind, spooled, options, deadline, pastWindow));
 }
 
 async function importSpooled(
@@ -94,6 +116,7 @@ async function importSpooled(
       await db.transaction(async (trx) => {
         checkpoint();
         await trx.raw('select pg_advisory_xact_lock(hashtext(?), ?)', [`quoting:import:${kind}`, access.workspaceId]);
+        options.onStart?.();
         // One batch is written while the next is read and validated (node and PostgreSQL each on a core).
         let writing: Promise<void> = Promise.resolve();
         const start = (write: BatchWrite) => {

@@ -28,6 +28,8 @@ export interface SpoolOptions {
 
 /** A file spooled to a private temporary file: read it as often as needed, then remove it. */
 export interface Spooled {
+  /** Bytes in the file. */
+  size: number;
   read(): fs.ReadStream;
   remove(): Promise<void>;
 }
@@ -62,7 +64,7 @@ export async function spool(source: ByteSource, options: SpoolOptions): Promise<
     throw err instanceof HttpError ? err : new HttpError(options.failureStatus, `${capitalise(options.what)} broke off: ${(err as Error).message}.`);
   }
   await handle.close();
-  return { read: () => fs.createReadStream(file), remove };
+  return { size: bytes, read: () => fs.createReadStream(file), remove };
 }
 
 /** The next chunk, or the window's or the silence's error, whichever comes first. */

@@ -16,6 +16,7 @@ import { productPages } from './products.js';
 import { orderPages } from './orders.js';
 import { customerPages } from './customers.js';
 import { channelPages } from './channels.js';
+import { importPages } from './imports.js';
 
 /** Every page of the app, in one table: what src/server/app.ts serves and the tests walk. */
 export function appPages(deps: AppDeps): PageDef[] {
@@ -28,6 +29,7 @@ export function appPages(deps: AppDeps): PageDef[] {
     ...orderPages(deps),
     ...customerPages(deps),
     ...channelPages(deps),
+    ...importPages(deps),
     ...settingsPages(deps),
     ...memberPages(deps),
     ...keyPages(deps),

@@ -12,10 +12,12 @@ const sections: { section: Section; label: string; href: string; owner?: boolean
   { section: 'customers', label: 'Customers', href: '/app/customers' },
   { section: 'products', label: 'Products', href: '/app/products' },
   { section: 'channels', label: 'Channels', href: '/app/channels' },
+  // Whoever the imports API lets in (any signed-in member): the services apply the same rights.
+  { section: 'imports', label: 'Imports', href: '/app/imports' },
   { section: 'settings', label: 'Settings', href: '/app/settings', owner: true },
 ];
 
-function document(title: string, body: Html): Html {
+function document(title: string, body: Html, head: Markup = ''): Html {
   return html`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -25,6 +27,7 @@ function document(title: string, body: Html): Html {
 <title>${title} · Quoting</title>
 <link rel="stylesheet" href="${assetUrl('app.css')}">
 <script src="${assetUrl('app.js')}" defer></script>
+${head}
 </head>
 ${body}
 </html>`;
@@ -42,10 +45,12 @@ export interface ShellOptions {
   section?: Section;
   flash?: Flash | null;
   content: Markup;
+  /** More of the head: a page's own script, or a refresh for readers without script (`<noscript><meta …></noscript>`). */
+  head?: Markup;
 }
 
 /** A signed-in page: the navigation, the workspace's name, the user and sign-out, the flash message, the content. */
-export function shell(auth: Principal, { title, section, flash, content }: ShellOptions): Html {
+export function shell(auth: Principal, { title, section, flash, content, head }: ShellOptions): Html {
   const workspace = auth.maybeWorkspace;
   const isOwner = auth.role === 'owner';
   const links = workspace
@@ -70,6 +75,7 @@ ${flashMessage(flash)}
 ${content}
 </main>
 </body>`,
+    head,
   );
 }
 

@@ -20,7 +20,7 @@ function pages(): (PageDef & { url: string })[] {
 test('the table holds every part of the map this far', (t) => {
   const paths = new Set(pages().map((p) => p.path));
   for (const path of ['/login', '/logout', '/forgot', '/reset/{token}', '/invite/{token}', '/signup', '/app', '/app/quotes', '/app/quotes/new', '/app/quotes/{id}', '/app/quotes/{id}/edit',
-    '/app/orders', '/app/orders/{id}', '/app/customers', '/app/customers/{id}', '/app/products', '/app/products/{id}', '/app/channels', '/app/channels/{id}',
+    '/app/orders', '/app/orders/{id}', '/app/customers', '/app/customers/{id}', '/app/products', '/app/products/{id}', '/app/channels', '/app/channels/{id}', '/app/imports', '/app/imports/{id}',
     '/app/settings', '/app/settings/password']) {
     t.true(paths.has(path), path);
   }
