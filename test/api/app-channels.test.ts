@@ -3,7 +3,7 @@ import { signUpOwner, uniqueEmail, type Owner } from '../helpers/app.js';
 import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, tokenFromMail, type Member } from '../helpers/members.js';
 import { ok, type Client } from '../helpers/client.js';
-import { postForm, signInPage, visibleText } from '../helpers/pages.js';
+import { postForm, visibleText, getPage as page, rowText, ownSession as signedIn } from '../helpers/pages.js';
 
 const { app, smtp, owner } = useOwnerApp(test, { workspace: 'App channels', smtp: true });
 let mia: Member;
@@ -19,25 +19,11 @@ async function channel(fields: Record<string, unknown> = {}, o: Owner = owner): 
 const grant = (channelId: number, userId: number, role: string) => ok(owner.client.put(`/api/v1/channels/${channelId}/members/${userId}`, { role }));
 const apiChannel = async (id: number, client: Client = owner.client) => (await client.get(`/api/v1/channels/${id}`)).body?.data;
 
-const page = async (client: Client, path: string, status = 200) => {
-  const res = await client.get(path);
-  if (res.status !== status) throw new Error(`GET ${path}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
-  return res;
-};
 /** The channel links of a page, in order. */
 const links = (html: string) => [...html.matchAll(/<a href="\/app\/channels\/(\d+)">/g)].map((m) => Number(m[1]));
-/** The visible text of the table row that links to `href`. */
-const rowText = (html: string, href: string) => {
-  const row = html.split('<tr>').find((r) => r.includes(`href="${href}"`));
-  return row ? visibleText(row.split('</tr>')[0]) : '';
-};
 
 /** A session of the owner's own: the flash message a POST leaves is this client's alone while other tests run. */
-async function ownSession(): Promise<Client> {
-  const client = app.client();
-  await signInPage(client, owner.email, owner.password);
-  return client;
-}
+const ownSession = () => signedIn(app, owner);
 
 test.before(async () => {
   mia = await inviteMember(app, smtp, owner);

@@ -3,7 +3,7 @@ import { signUpOwner, uniqueEmail, type Owner } from '../helpers/app.js';
 import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, type Member } from '../helpers/members.js';
 import { ok, type Client } from '../helpers/client.js';
-import { postForm, signInPage, visibleText } from '../helpers/pages.js';
+import { postForm, visibleText, getPage as page, ownSession as signedIn } from '../helpers/pages.js';
 
 const { app, smtp, owner } = useOwnerApp(test, { workspace: 'App customers', smtp: true });
 let mia: Member;
@@ -38,20 +38,11 @@ async function track(visitor: string, customerId: number, events: Record<string,
   await ok(app.client().post('/api/v1/track/join', { visitor_id: visitor, customer_id: customerId }, bearer(owner)));
 }
 
-const page = async (client: Client, path: string, status = 200) => {
-  const res = await client.get(path);
-  if (res.status !== status) throw new Error(`GET ${path}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
-  return res;
-};
 const links = (html: string, area: string) => [...html.matchAll(new RegExp(`<a href="/app/${area}/(\\d+)">`, 'g'))].map((m) => Number(m[1]));
 const apiCustomer = async (id: number, o: Owner = owner) => (await o.client.get(`/api/v1/customers/${id}`)).body?.data?.customer;
 
 /** A session of the owner's own: the flash message a POST leaves is this client's alone while other tests run. */
-async function ownSession(): Promise<Client> {
-  const client = app.client();
-  await signInPage(client, owner.email, owner.password);
-  return client;
-}
+const ownSession = () => signedIn(app, owner);
 
 test.before(async () => {
   mia = await inviteMember(app, smtp, owner);

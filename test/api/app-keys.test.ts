@@ -4,7 +4,7 @@ import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, type Member } from '../helpers/members.js';
 import { captureLogs } from '../helpers/logs.js';
 import type { Client } from '../helpers/client.js';
-import { postForm, visibleText } from '../helpers/pages.js';
+import { postForm, visibleText, getPage as page } from '../helpers/pages.js';
 
 const { app, smtp, owner } = useOwnerApp(test, { workspace: 'Keys <b>Shop</b>', smtp: true });
 let mia: Member;
@@ -13,11 +13,6 @@ test.before(async () => {
   mia = await inviteMember(app, smtp, owner);
 });
 
-const page = async (client: Client, path: string, status = 200) => {
-  const res = await client.get(path);
-  if (res.status !== status) throw new Error(`GET ${path}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
-  return res;
-};
 
 /** How a shop's server checks its key: GET /api/v1/auth/key with `Authorization: Bearer`. */
 const keyType = async (secret: string) => {

@@ -4,7 +4,7 @@ import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, tokenFromMail, type Member } from '../helpers/members.js';
 import { ok, type Client } from '../helpers/client.js';
 import { captureLogs } from '../helpers/logs.js';
-import { postForm, signInPage, visibleText } from '../helpers/pages.js';
+import { postForm, signInPage, visibleText, ownSession as signedIn } from '../helpers/pages.js';
 import { postgresTest } from '../helpers/skip.js';
 
 const { app, smtp, owner } = useOwnerApp(test, { workspace: 'App members', smtp: true });
@@ -18,11 +18,7 @@ test.before(async () => {
 });
 
 /** A session of the owner's own: the flash message a POST leaves is this client's alone while other tests run. */
-async function ownSession(o: { email: string; password: string } = owner): Promise<Client> {
-  const client = app.client();
-  await signInPage(client, o.email, o.password);
-  return client;
-}
+const ownSession = (o: { email: string; password: string } = owner) => signedIn(app, o);
 
 /** Someone added through the page: their id, email and one-time password. */
 async function addPerson(client: Client, fields: Record<string, string> = {}) {

@@ -3,7 +3,7 @@ import { signUpOwner, uniqueEmail, type Owner } from '../helpers/app.js';
 import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, type Member } from '../helpers/members.js';
 import { ok, type Client } from '../helpers/client.js';
-import { postForm, signInPage, visibleText } from '../helpers/pages.js';
+import { postForm, visibleText, getPage as page, rowText, ownSession as signedIn } from '../helpers/pages.js';
 
 const { app, smtp, owner } = useOwnerApp(test, { workspace: 'App orders', smtp: true });
 let mia: Member;
@@ -20,26 +20,12 @@ async function order(fields: Record<string, unknown> = {}, o: Owner = owner): Pr
   return (await ok(app.client().post('/api/v1/orders/external', body, bearer(o)), 201)).order;
 }
 
-const page = async (client: Client, path: string, status = 200) => {
-  const res = await client.get(path);
-  if (res.status !== status) throw new Error(`GET ${path}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
-  return res;
-};
 /** The order links of a list page, in order. */
 const orderLinks = (html: string) => [...html.matchAll(/<a href="\/app\/orders\/(\d+)">/g)].map((m) => Number(m[1]));
 
-/** The visible text of the table row that links to `href`. */
-const rowText = (html: string, href: string) => {
-  const row = html.split('<tr>').find((r) => r.includes(`href="${href}"`));
-  return row ? visibleText(row.split('</tr>')[0]) : '';
-};
 
 /** A session of the owner's own: the flash message a POST leaves is this client's alone while other tests run. */
-async function ownSession(): Promise<Client> {
-  const client = app.client();
-  await signInPage(client, owner.email, owner.password);
-  return client;
-}
+const ownSession = () => signedIn(app, owner);
 
 test.before(async () => {
   mia = await inviteMember(app, smtp, owner);

@@ -5,7 +5,7 @@ import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, type Member } from '../helpers/members.js';
 import { captureLogs } from '../helpers/logs.js';
 import { ok, type Client } from '../helpers/client.js';
-import { postForm, signInPage, visibleText, type FormFields } from '../helpers/pages.js';
+import { postForm, visibleText, type FormFields, getPage as page, ownSession as signedIn } from '../helpers/pages.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { eventTypes } from '../../src/events/outbox.js';
 import { DeliveryWorker, workerSettings } from '../../src/webhooks/worker.js';
@@ -22,11 +22,6 @@ test.before(async () => {
 });
 test.after.always(() => worker?.close());
 
-const page = async (client: Client, path: string, status = 200) => {
-  const res = await client.get(path);
-  if (res.status !== status) throw new Error(`GET ${path}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
-  return res;
-};
 
 const apiSubscription = async (id: number, o: Owner = owner) =>
   ((await ok(o.client.get('/api/v1/webhooks'))).subscriptions as any[]).find((s) => s.id === id);
@@ -41,11 +36,7 @@ const secretIn = (html: string) => /<input id="signing-secret" type="text" reado
 const occurrences = (text: string, part: string) => text.split(part).length - 1;
 
 /** A session of the owner's own: the flash message a POST leaves is this client's alone while other tests run. */
-async function ownSession(): Promise<Client> {
-  const client = app.client();
-  await signInPage(client, owner.email, owner.password);
-  return client;
-}
+const ownSession = () => signedIn(app, owner);
 
 async function newCustomer(o: Owner = owner) {
   return (await ok(o.client.post('/api/v1/customers', { email: uniqueEmail('c'), name: 'Cus Tomer' }), 201)).customer;

@@ -35,3 +35,26 @@ export function visibleText(html: string): string {
     .replace(/\s+/g, ' ')
     .trim();
 }
+
+/** GET a page that must answer `status` (200 unless given); otherwise throws, saying what came instead. */
+export async function getPage(client: Client, path: string, status = 200): Promise<Response> {
+  const res = await client.get(path);
+  if (res.status !== status) throw new Error(`GET ${path}: expected ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
+  return res;
+}
+
+/** The visible text of the table row that links to `href`. */
+export function rowText(html: string, href: string): string {
+  const row = html.split('<tr>').find((r) => r.includes(`href="${href}"`));
+  return row ? visibleText(row.split('</tr>')[0]) : '';
+}
+
+/**
+ * A client of its own signed in through the sign-in page: a flash message a POST leaves is this client's alone while
+ * other tests of the file run.
+ */
+export async function ownSession(app: { client(): Client }, who: { email: string; password: string }): Promise<Client> {
+  const client = app.client();
+  await signInPage(client, who.email, who.password);
+  return client;
+}
