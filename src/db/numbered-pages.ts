@@ -35,19 +35,16 @@ export interface PageCursor {
  * and for the count. `total`, when given, reads the count instead (a list whose counts are kept, where counting its
  * rows would read them all). On a pool the two statements run side by side (the embedded database queues them on
  * its one connection); in a transaction one after the other, its one connection running a statement at a time. A
- * page number below 1, or none, counts as 1. With a `cursor` the rows are read from it, and `page` only names the page.
+ * page number below 1, or none, counts as 1.
  */
 export async function numberedPage<T>(
   db: Db,
   base: () => Knex.QueryBuilder,
-  opts: { idColumn: string; json: string; page: number; size?: number; total?: () => Promise<number>; cursor?: PageCursor },
+  opts: { idColumn: string; json: string; page: number; size?: number; total?: () => Promise<number> },
 ): Promise<NumberedPage<T>> {
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const page = pageNumber(opts.page, size);
-  const rows = async () => {
-    const found = await pageRows<T>(db, pageRowsQuery(db, base, { ...opts, page, size }));
-    return opts.cursor?.after !== undefined ? found.reverse() : found;
-  };
+  const rows = () => pageRows<T>(db, pageRowsQuery(db, base, { ...opts, page, size }));
   const count = opts.total ?? (async () => ((await base().first(db.raw('count(*)::int as n')))?.n as number | undefined) ?? 0);
   const [found, total] = db.isTransaction ? [await rows(), await count()] : await Promise.all([rows(), count()]);
   return { rows: found, total, page, size, pages: Math.max(1, Math.ceil(total / size)) };
@@ -103,8 +100,8 @@ export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder): P
 }
 
 /** numberedPage over an area's list (see ListQuery). */
-export function numberedListPage<T>(db: Db, list: ListQuery, page: number, options: { size?: number; cursor?: PageCursor; total?: () => Promise<number> } = {}): Promise<NumberedPage<T>> {
-  return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size: options.size, cursor: options.cursor, total: options.total ?? list.total });
+export function numberedListPage<T>(db: Db, list: ListQuery, page: number, size?: number): Promise<NumberedPage<T>> {
+  return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size, total: list.total });
 }
 
 /**

@@ -136,14 +136,8 @@ export function listQuotes(db: Db, access: Access, filters: QuoteFilters): Async
 }
 
 /** Page `page` of the quotes the caller may read, filtered, newest first, with their count (the app's list). */
-export function quotePage(
-  db: Db,
-  access: Access,
-  filters: Partial<QuoteFilters>,
-  page: number,
-  options: { cursor?: PageCursor; total?: () => Promise<number> } = {},
-): Promise<NumberedPage<QuoteJson>> {
-  return numberedListPage<QuoteJson>(db, quoteList(db, access, filters), page, options);
+export function quotePage(db: Db, access: Access, filters: Partial<QuoteFilters>, page: number): Promise<NumberedPage<QuoteJson>> {
+  return numberedListPage<QuoteJson>(db, quoteList(db, access, filters), page);
 }
 
 /** The quotes list page's data: a page of the quotes, their status counts, and the channels the caller may read. */
