@@ -1,6 +1,11 @@
 /**
  * Dates as pages and mails show them: instants in the given IANA time zone (a workspace's), or UTC without one.
  * A calendar date (`2030-01-31`, a quote's validity) is that day wherever it is read, so no zone moves it.
+ *
+ * Intl writes every date, but a list page shows a hundred of them and Intl's `format` is the dearest step of its
+ * render: so the text is assembled from the fields, in the order, literals and month names Intl itself writes for
+ * each style (read from it once), and an instant's local fields from its zone's offset over the day around it
+ * (read from Intl once a zone and day, and used only where Intl agrees at both ends of that day).
  */
 
 type Style = 'long' | 'short' | 'time';
@@ -14,35 +19,140 @@ const styles: Record<Style, Intl.DateTimeFormatOptions> = {
 /** Formatters by style and zone: building one costs far more than formatting with it. */
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
-function formatter(style: Style, zone: string): Intl.DateTimeFormat {
+function formatter(style: Style | 'fields', zone: string): Intl.DateTimeFormat {
   const key = `${style} ${zone}`;
   let format = formatters.get(key);
   if (!format) {
+    // `fields`: the local date and time as numbers, to read a zone's offset from.
+    const options: Intl.DateTimeFormatOptions =
+      style === 'fields' ? { year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', hourCycle: 'h23' } : styles[style];
     try {
-      format = new Intl.DateTimeFormat('en-GB', { ...styles[style], timeZone: zone });
+      format = new Intl.DateTimeFormat('en-GB', { ...options, timeZone: zone });
     } catch {
       // A zone this runtime does not know (stored by a newer one): UTC rather than no page.
-      format = new Intl.DateTimeFormat('en-GB', { ...styles[style], timeZone: 'UTC' });
+      format = new Intl.DateTimeFormat('en-GB', { ...options, timeZone: 'UTC' });
     }
     formatters.set(key, format);
   }
   return format;
 }
 
-const isCalendarDate = (value: string) => /^\d{4}-\d{2}-\d{2}$/.test(value);
-
-function parse(value: unknown): Date | null {
-  if (typeof value !== 'string' || !value) return null;
-  const date = new Date(isCalendarDate(value) ? `${value}T00:00:00Z` : value);
-  return Number.isNaN(date.getTime()) ? null : date;
+/** A date's fields, as the styles show them; `zoneName` as Intl names the zone at that instant. */
+interface Fields {
+  year: number;
+  month: number; // 0 – 11
+  day: number;
+  hour: number;
+  minute: number;
+  zoneName: string;
 }
 
+type Piece = { field: Exclude<keyof Fields, 'zoneName'> | 'zoneName' } | { literal: string };
+
+/** A style's pieces in Intl's order, with its literals, and its month names (`Sept` or `Sep`, as this runtime has them). */
+interface Layout {
+  pieces: Piece[];
+  months: string[];
+}
+
+const fieldOf: Partial<Record<Intl.DateTimeFormatPartTypes, Exclude<keyof Fields, 'zoneName'> | 'zoneName'>> = {
+  year: 'year', month: 'month', day: 'day', hour: 'hour', minute: 'minute', timeZoneName: 'zoneName',
+};
+
+function readLayout(style: Style): Layout | null {
+  const utc = formatter(style, 'UTC');
+  const pieces: Piece[] = [];
+  for (const part of utc.formatToParts(Date.UTC(2030, 0, 31, 15, 5))) {
+    if (part.type === 'literal') pieces.push({ literal: part.value });
+    else if (fieldOf[part.type]) pieces.push({ field: fieldOf[part.type]! });
+    else return null; // a part this code does not write: Intl writes every date of this style
+  }
+  const months = Array.from({ length: 12 }, (_, m) => utc.formatToParts(Date.UTC(2030, m, 15)).find((p) => p.type === 'month')?.value ?? '');
+  return { pieces, months };
+}
+
+const layouts = new Map<Style, Layout | null>();
+
+function layoutOf(style: Style): Layout | null {
+  if (!layouts.has(style)) layouts.set(style, readLayout(style));
+  return layouts.get(style)!;
+}
+
+const two = (n: number) => (n < 10 ? `0${n}` : String(n));
+
+function write(layout: Layout, fields: Fields): string {
+  let out = '';
+  for (const piece of layout.pieces) {
+    if ('literal' in piece) out += piece.literal;
+    else if (piece.field === 'month') out += layout.months[fields.month];
+    else if (piece.field === 'zoneName') out += fields.zoneName;
+    else if (piece.field === 'hour' || piece.field === 'minute') out += two(fields[piece.field]);
+    else out += String(fields[piece.field]);
+  }
+  return out;
+}
+
+const DAY = 86_400_000;
+
+/** A zone's offset over one UTC day, and its name then; null where it changes within the day (Intl writes those). */
+interface ZoneDay {
+  offset: number;
+  zoneName: string;
+}
+
+const zoneDays = new Map<string, ZoneDay | null>();
+
+function localFields(ms: number, offset: number, zoneName: string): Fields {
+  const local = new Date(ms + offset);
+  return { year: local.getUTCFullYear(), month: local.getUTCMonth(), day: local.getUTCDate(), hour: local.getUTCHours(), minute: local.getUTCMinutes(), zoneName };
+}
+
+function readZoneDay(zone: string, start: number): ZoneDay | null {
+  const parts = Object.fromEntries(formatter('fields', zone).formatToParts(start).map((p) => [p.type, p.value]));
+  const offset = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute)) - start;
+  const zoneName = formatter('time', zone).formatToParts(start).find((p) => p.type === 'timeZoneName')?.value;
+  const layout = layoutOf('time');
+  if (!layout || zoneName === undefined || Number.isNaN(offset)) return null;
+  // Kept only where Intl writes both ends of the day as the offset does: not across a change of offset or name, nor
+  // for an offset in seconds (old local mean times), whose minutes the day's end would show one early.
+  const end = start + DAY - 1;
+  const agrees = (ms: number) => write(layout, localFields(ms, offset, zoneName)) === formatter('time', zone).format(ms);
+  return agrees(start) && agrees(end) ? { offset, zoneName } : null;
+}
+
+function zoneDay(zone: string, ms: number): ZoneDay | null {
+  const start = Math.floor(ms / DAY) * DAY;
+  const key = `${zone} ${start}`;
+  let found = zoneDays.get(key);
+  if (found === undefined) {
+    if (zoneDays.size >= 10_000) zoneDays.clear(); // a bound, not an eviction policy: refilling costs a read a day
+    found = readZoneDay(zone, start);
+    zoneDays.set(key, found);
+  }
+  return found;
+}
+
+const calendarDate = /^(\d{4})-(\d{2})-(\d{2})$/;
+
 function format(style: Style, value: unknown, timeZone: string | null | undefined): string {
-  const date = parse(value);
-  if (!date) return typeof value === 'string' ? value : '';
-  const zone = !timeZone || isCalendarDate(value as string) ? 'UTC' : timeZone;
+  if (typeof value !== 'string' || !value) return typeof value === 'string' ? value : '';
+  const layout = layoutOf(style);
+  const day = calendarDate.exec(value);
+  if (day) {
+    const [year, month, date] = [Number(day[1]), Number(day[2]) - 1, Number(day[3])];
+    const ms = Date.UTC(year, month, date);
+    if (Number.isNaN(ms) || new Date(ms).getUTCDate() !== date) return value; // 2030-02-31: not a day
+    if (layout && year >= 1000) return write(layout, { year, month, day: date, hour: 0, minute: 0, zoneName: 'UTC' });
+    return formatter(style, 'UTC').format(ms);
+  }
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) return value;
+  const zone = timeZone || 'UTC';
+  const known = layout ? zoneDay(zone, ms) : null;
+  if (!known || !layout) return formatter(style, zone).format(ms);
+  const fields = localFields(ms, known.offset, known.zoneName);
   // en-GB names UTC "UTC" and other zones by abbreviation or offset ("CET", "GMT-5").
-  return formatter(style, zone).format(date);
+  return fields.year >= 1000 ? write(layout, fields) : formatter(style, zone).format(ms);
 }
 
 /** `2030-01-31` or an ISO timestamp → `31 January 2030`; anything else as it is. */

@@ -33,8 +33,12 @@ const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;
 
 /** Escapes text for HTML element content and quoted attribute values. */
 export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => entities[c]);
+  const text = String(value ?? '');
+  // Most values have nothing to escape: testing first spares them the replace.
+  return special.test(text) ? text.replace(/[&<>"']/g, (c) => entities[c]) : text;
 }
+
+const special = /[&<>"']/;
 
 /** Markup produced by the renderer from a template: the one kind of value inserted without escaping. */
 export class Html {

@@ -53,7 +53,8 @@ export async function numberedPage<T>(
 /**
  * The select of a page's rows, each its `json` text: newest first, or, after the previous link's cursor (`after`),
  * oldest first (the caller reverses them). A cursor reads the page by id from where the link says it starts, however
- * deep: no rows are skipped.
+ * deep: no rows are skipped. `json` is written for the page's rows alone, outside the select that finds them, so the
+ * rows an offset skips are never rendered.
  */
 export function pageRowsQuery(
   db: Db,
@@ -65,7 +66,8 @@ export function pageRowsQuery(
   const query = before !== undefined ? base().where(opts.idColumn, '<', before).orderBy(opts.idColumn, 'desc')
     : after !== undefined ? base().where(opts.idColumn, '>', after).orderBy(opts.idColumn, 'asc')
     : base().orderBy(opts.idColumn, 'desc').offset((pageNumber(opts.page, size) - 1) * size);
-  return query.limit(size).select(db.raw(`(${opts.json})::text as json`));
+  const alias = opts.idColumn.split('.')[0];
+  return db.select(db.raw(`(${opts.json})::text as json`)).from(query.limit(size).select(`${alias}.*`).as(alias));
 }
 
 /**

@@ -140,9 +140,32 @@ export function quotePage(db: Db, access: Access, filters: Partial<QuoteFilters>
   return numberedListPage<QuoteJson>(db, quoteList(db, access, filters), page);
 }
 
+/** A row of the quotes list page: the fields it shows, without the rest of the quote's JSON. */
+export type QuoteListRow = {
+  id: number;
+  quote_number: string;
+  status: QuoteStatus;
+  currency: string;
+  total: string;
+  customer_name: string | null;
+  customer_email: string | null;
+  valid_until: string | null;
+  updated_at: string;
+};
+
+/**
+ * A list row as SQL writes it: an array of QuoteListRow's fields in order, a sixth of the bytes of the quote's JSON
+ * to read and parse. Instants in json's ISO 8601 (`2030-01-31T14:05:00.123+00:00`), money as text.
+ */
+const listRowJson = 'json_build_array(q.id, q.quote_number, q.status, q.currency, q.total::text, q.customer_name, q.customer_email, q.valid_until, q.updated_at)';
+
+function listRow([id, quote_number, status, currency, total, customer_name, customer_email, valid_until, updated_at]: unknown[]): QuoteListRow {
+  return { id, quote_number, status, currency, total, customer_name, customer_email, valid_until, updated_at } as QuoteListRow;
+}
+
 /** The quotes list page's data: a page of the quotes, their status counts, and the channels the caller may read. */
 export interface QuoteListPage {
-  page: NumberedPage<QuoteJson>;
+  page: NumberedPage<QuoteListRow>;
   counts: Record<QuoteStatus, number>;
   channels: { id: number; name: string }[];
 }
@@ -154,15 +177,14 @@ export interface QuoteListPage {
  * as a JSON list does.
  */
 export async function quoteListPage(db: Db, access: Access, filters: Partial<QuoteFilters>, page: number, cursor: PageCursor = {}): Promise<QuoteListPage> {
-  const list = quoteList(db, access, filters);
-  const rows = pageRowsQuery(db, list.base, { idColumn: list.idColumn, json: list.json, page, cursor });
+  const rows = pageRowsQuery(db, () => readableQuotes(db, access, filters), { idColumn: 'q.id', json: listRowJson, page, cursor });
   const statement = db.select(
     db.raw(`(select coalesce(string_agg(r.json, ','), '') from ? as r) as rows`, [rows]),
     db.raw(`(select coalesce(json_object_agg(k.status, k.n), '{}') from ? as k)::text as counts`, [statusCountsQuery(db, access, filters)]),
     db.raw(`(select coalesce(json_agg(json_build_object('id', ch.id, 'name', ch.name)), '[]') from ? as ch)::text as channels`, [readableChannelNamesQuery(db, access)]),
   );
   const [row] = await withoutBitmapScans<{ rows: string | Buffer; counts: string | Buffer; channels: string | Buffer }>(db, statement);
-  const found = JSON.parse(`[${row.rows.toString()}]`) as QuoteJson[];
+  const found = (JSON.parse(`[${row.rows.toString()}]`) as unknown[][]).map(listRow);
   const counts = statusCounts(JSON.parse(row.counts.toString()) as Record<string, number>);
   const total = filters.status ? counts[filters.status] : quoteStatuses.reduce((sum, status) => sum + counts[status], 0);
   const size = NUMBERED_PAGE_SIZE;

@@ -29,7 +29,7 @@ const timestampOf: Partial<Record<QuoteStatus, string>> = {
  * The day the quote's validity ended, or null while it holds (or it has no valid_until). valid_until is the last
  * day, in UTC, on which the quote may be accepted or paid; the statuses stay the addendum's six, expiry is no status.
  */
-export function expiredOn(quote: QuoteJson, now = new Date()): string | null {
+export function expiredOn(quote: Readonly<Record<string, unknown>>, now = new Date()): string | null {
   const until = quote.valid_until;
   return typeof until === 'string' && until < now.toISOString().slice(0, 10) ? until : null;
 }

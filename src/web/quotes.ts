@@ -13,7 +13,7 @@ import { getChannel } from '../channels/service.js';
 import { getCustomer } from '../customers/service.js';
 import { convertQuote, orderOfQuote } from '../orders/service.js';
 import { listQuotesQuery, quoteStatuses, sendQuoteBody, type QuoteStatus } from '../quotes/schema.js';
-import { deleteQuote, getQuote, quoteListPage, readableQuote, type QuoteJson } from '../quotes/service.js';
+import { deleteQuote, getQuote, quoteListPage, readableQuote, type QuoteJson, type QuoteListRow } from '../quotes/service.js';
 import { publicUrl, sendQuote } from '../quotes/send.js';
 import { expiredOn, transitionQuote } from '../quotes/transitions.js';
 import { quoteBrowsing, type EventJson } from '../tracking/service.js';
@@ -31,14 +31,14 @@ const statusLabel = (status: string) => status.charAt(0).toUpperCase() + status.
 /** Statuses in which a passed valid_until still matters: the quote can no longer be sent, accepted or paid. */
 const open: readonly QuoteStatus[] = ['draft', 'sent', 'accepted'];
 
-/** The quote's last valid day, marked "expired" once it has passed while the quote is still open. */
-function validity(quote: QuoteJson): Html {
+/** The quote's last valid day, marked "expired" once it has passed (by `now`) while the quote is still open. */
+function validity(quote: Readonly<Record<string, unknown>> & { status: QuoteStatus }, now = new Date()): Html {
   if (!quote.valid_until) return html`<span class="muted">No limit</span>`;
-  const expired = open.includes(quote.status) && expiredOn(quote);
+  const expired = open.includes(quote.status) && expiredOn(quote, now);
   return html`${dateText(quote.valid_until)}${expired ? html` <span class="expired">expired</span>` : ''}`;
 }
 
-const customerText = (quote: QuoteJson) => String(quote.customer_name || quote.customer_email || '—');
+const customerText = (quote: Readonly<Record<string, unknown>>) => String(quote.customer_name || quote.customer_email || '—');
 
 /** The customer a list is narrowed to, by name; their id alone when they are not in this workspace. */
 async function customerLabel(db: Db, access: Access, id: number): Promise<string> {
@@ -67,13 +67,14 @@ export function quotePages({ db, config, mailer }: AppDeps): PageDef[] {
     const tab = (status: QuoteStatus | undefined, label: string, count: number) =>
       html`<li><a href="${withQuery('/app/quotes', { ...query, status, page: undefined, before: undefined, after: undefined })}"${status === filters.status ? html` aria-current="page"` : ''}>${label}<span class="count">${count}</span></a></li>`;
     const filtered = Boolean(filters.status || filters.channel_id || filters.customer_id || filters.q);
+    const now = new Date();
     const rows = found.rows.map(
       (quote) => html`<tr>
   <td data-label="Number" class="nowrap"><a href="/app/quotes/${quote.id}">${quote.quote_number}</a></td>
   <td data-label="Customer">${customerText(quote)}${quote.customer_name && quote.customer_email ? html`<span class="sku">${String(quote.customer_email)}</span>` : ''}</td>
   <td data-label="Status">${badge(quote.status)}</td>
   <td data-label="Total" class="num">${amountText(String(quote.currency), quote.total)}</td>
-  <td data-label="Valid until">${validity(quote)}</td>
+  <td data-label="Valid until">${validity(quote, now)}</td>
   <td data-label="Last change">${timeText(quote.updated_at)}</td>
 </tr>`,
     );

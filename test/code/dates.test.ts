@@ -1,0 +1,73 @@
+/**
+ * The dates pages and mails show are Intl's own text (en-GB in the workspace's zone), however they are assembled:
+ * every style, for instants across centuries, daylight-saving changes and zones with odd offsets, and for calendar
+ * dates, against Intl.DateTimeFormat itself.
+ */
+import test from 'ava';
+import { dateText, longDateText, timeText } from '../../src/dates.js';
+
+const zones = [
+  'UTC', 'Europe/Paris', 'Europe/London', 'America/New_York', 'America/St_Johns', 'Asia/Kolkata', 'Asia/Kathmandu',
+  'Australia/Lord_Howe', 'Pacific/Chatham', 'Pacific/Kiritimati', 'America/Sao_Paulo', 'Africa/Casablanca', 'Europe/Dublin',
+  'Asia/Tehran', 'Pacific/Apia', 'Europe/Amsterdam', 'Africa/Monrovia',
+];
+
+const formats = new Map<string, Intl.DateTimeFormat>();
+function intl(options: Intl.DateTimeFormatOptions, zone: string, ms: number): string {
+  const key = `${JSON.stringify(options)} ${zone}`;
+  if (!formats.has(key)) formats.set(key, new Intl.DateTimeFormat('en-GB', { ...options, timeZone: zone }));
+  return formats.get(key)!.format(ms);
+}
+const time: Intl.DateTimeFormatOptions = { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' };
+const short: Intl.DateTimeFormatOptions = { day: 'numeric', month: 'short', year: 'numeric' };
+const long: Intl.DateTimeFormatOptions = { day: 'numeric', month: 'long', year: 'numeric' };
+
+/** A seeded generator, so a failure names instants that fail again. */
+function random(seed: number): () => number {
+  return () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+}
+
+test('instants read as Intl writes them, in every zone and style', (t) => {
+  const next = random(7);
+  const instants: number[] = [];
+  // Around every daylight-saving change of 2026 in Europe and North America, minute by minute.
+  for (const change of [Date.UTC(2026, 2, 8, 7), Date.UTC(2026, 2, 29, 1), Date.UTC(2026, 9, 25, 1), Date.UTC(2026, 10, 1, 6)]) {
+    for (let m = -90; m <= 90; m += 1) instants.push(change + m * 60_000 + 59_999);
+  }
+  // Spread over 1880 – 2100 (old local mean times, offsets in seconds), and the last hour of a UTC day.
+  for (let i = 0; i < 400; i++) instants.push(Math.floor(Date.UTC(1880, 0, 1) + next() * (Date.UTC(2100, 0, 1) - Date.UTC(1880, 0, 1))));
+  for (let i = 0; i < 50; i++) instants.push(Date.UTC(2026, 5, 30, 23, Math.floor(next() * 60), 59, 999));
+  let checked = 0;
+  for (const zone of zones) {
+    for (const ms of instants) {
+      const iso = new Date(ms).toISOString();
+      if (timeText(iso, zone) !== intl(time, zone, ms)) return t.fail(`${iso} in ${zone}: ${timeText(iso, zone)}, Intl ${intl(time, zone, ms)}`);
+      if (dateText(iso, zone) !== intl(short, zone, ms)) return t.fail(`${iso} in ${zone} (short): ${dateText(iso, zone)}`);
+      if (longDateText(iso, zone) !== intl(long, zone, ms)) return t.fail(`${iso} in ${zone} (long): ${longDateText(iso, zone)}`);
+      checked++;
+    }
+  }
+  t.is(checked, zones.length * instants.length);
+});
+
+test('calendar dates are that day in any zone, every month named as Intl names it', (t) => {
+  for (let m = 0; m < 12; m++) {
+    for (const d of [1, 9, 10, 28]) {
+      const text = `2031-${String(m + 1).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
+      const ms = Date.UTC(2031, m, d);
+      t.is(dateText(text, 'Pacific/Kiritimati'), intl(short, 'UTC', ms));
+      t.is(longDateText(text), intl(long, 'UTC', ms));
+      t.is(timeText(text, 'America/New_York'), intl(time, 'UTC', ms));
+    }
+  }
+});
+
+test('what is not a date is shown as it is; nothing is shown for no value', (t) => {
+  t.is(dateText('soon'), 'soon');
+  t.is(dateText('2030-02-31'), '2030-02-31');
+  t.is(timeText(''), '');
+  t.is(timeText(null), '');
+  t.is(timeText(42), '');
+  // A zone this runtime does not know reads as UTC.
+  t.is(timeText('2030-01-31T15:05:00Z', 'Mars/Olympus_Mons'), intl(time, 'UTC', Date.UTC(2030, 0, 31, 15, 5)));
+});
