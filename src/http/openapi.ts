@@ -12,7 +12,7 @@ class Components {
   readonly schemas: Record<string, JsonSchema> = {};
 
   toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-    const { $schema: _omit, $defs, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    const { $schema: _omit, $defs, ...json } = toJsonSchema(schema, io);
     for (const [id, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
       const named = componentRefs(def) as JsonSchema;
       const known = this.schemas[id];
@@ -21,6 +21,49 @@ class Components {
     }
     return componentRefs(json) as JsonSchema;
   }
+}
+
+function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  return z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12', override: io === 'input' ? statePipeLimits : undefined }) as JsonSchema;
+}
+
+/** The limit keywords a pipe's validating end may carry, and the JSON type each one bounds. */
+const LIMITS: Record<string, string> = {
+  maxLength: 'string',
+  maxItems: 'array',
+  maximum: 'number',
+  exclusiveMaximum: 'number',
+  minimum: 'number',
+  exclusiveMinimum: 'number',
+};
+
+/**
+ * zod documents a pipe's input by its first end: `optionalText(500)` (a string or null, trimmed, then checked
+ * as a string of at most 500) would say "string or null" and lose its limit. The limits the pipe's other end
+ * enforces are stated here too, so every limit the validators apply is in the document. Only bounds are
+ * carried over: a pattern or a minimum length may hold only after the transform (an upper-cased country code,
+ * '' read as null). A length bound may be a few characters stricter than the input it states (it is checked
+ * after trimming).
+ */
+function statePipeLimits({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodType; jsonSchema: JsonSchema }): void {
+  const def = zodSchema._zod.def as z.core.$ZodPipeDef;
+  if (def.type !== 'pipe' || def.in._zod.traits.has('$ZodTransform') || jsonSchema.$ref) return;
+  const types = typeof jsonSchema.type === 'string' ? [jsonSchema.type] : Array.isArray(jsonSchema.type) ? (jsonSchema.type as string[]) : undefined;
+  const limits = limitsOf(toJsonSchema(def.out as z.ZodType, 'input'));
+  for (const [keyword, value] of Object.entries(limits)) {
+    const bounds = LIMITS[keyword];
+    const applies = !types || types.includes(bounds) || (bounds === 'number' && types.includes('integer'));
+    if (applies && !(keyword in jsonSchema)) jsonSchema[keyword] = value;
+  }
+}
+
+/** The limit keywords of a schema, or of its branches (`anyOf`: a string of at most 100, or null). */
+function limitsOf(schema: JsonSchema): JsonSchema {
+  const found: JsonSchema = {};
+  for (const branch of [schema, ...((schema.anyOf ?? []) as JsonSchema[])]) {
+    for (const keyword of Object.keys(LIMITS)) if (keyword in branch && !(keyword in found)) found[keyword] = branch[keyword];
+  }
+  return found;
 }
 
 /** `#/$defs/X` (one zod conversion's local definitions) → `#/components/schemas/X`. */
