@@ -103,17 +103,25 @@ const authErrors: Record<AuthKind, Record<number, string>> = {
   admin: { 401: 'Wrong admin key', 403: 'ADMIN_API_KEY unset: endpoint disabled' },
 };
 
+/** What the 422 of an operation covers: its body's fields, its query's parameters, or both. */
+function invalidInput(route: RouteDef<z.ZodType, z.ZodType>): string {
+  const what = [route.body && 'a body field', route.query && 'a query parameter'].filter(Boolean).join(' or ');
+  return `Validation failed: ${what} is missing, of the wrong type, not one of its allowed values or out of its limits; the message names it`;
+}
+
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
 /** The OpenAPI 3.1 document of the JSON API, built from the same route definitions and zod schemas that serve it. */
-export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl: string): JsonSchema {
+export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl: string, tags: ReadonlyMap<string, string>): JsonSchema {
   const components = new Components();
+  for (const route of routes) if (!tags.has(route.tag)) throw new Error(`${route.path}: tag ${route.tag} has no description (api.tag)`);
   const paths: Record<string, Record<string, unknown>> = {
     '/healthz': {
       get: {
         summary: 'Health check for load balancers: 200 when the database answers, 503 otherwise',
         tags: ['Ops'],
         operationId: 'healthz',
+        security: [],
         responses: {
           200: { description: 'Healthy', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] } } } },
           503: errorResponse('Database unavailable'),
@@ -121,7 +129,7 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
       },
     },
     '/api/v1/openapi.json': {
-      get: { summary: 'This document', tags: ['Ops'], operationId: 'openapi', responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
+      get: { summary: 'This document', tags: ['Ops'], operationId: 'openapi', security: [], responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
     },
   };
   for (const route of routes) {
@@ -156,7 +164,8 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
           [status]: status === 204 ? { description: 'Done; no body' } : { description: status === 201 ? 'Created' : 'Success', content: success },
           ...(route.alsoOk ? { 200: { description: route.alsoOk, content: success } } : {}),
           ...(pathParams.length ? { 400: errorResponse('Malformed id'), 404: errorResponse('Not found (also for a record of another workspace)') } : {}),
-          ...Object.fromEntries(Object.entries({ ...authErrors[route.auth], ...(route.body ? { 422: 'Validation failed; the message names the field' } : {}), ...route.errors }).map(([code, text]) => [code, errorResponse(text!)])),
+          // Every operation that validates a body or a query answers 422 when they fail (a bad enum filter, a limit out of range).
+          ...Object.fromEntries(Object.entries({ ...authErrors[route.auth], ...(route.body || route.query ? { 422: invalidInput(route) } : {}), ...route.errors }).map(([code, text]) => [code, errorResponse(text!)])),
           500: errorResponse('Unexpected error (logged with a request id)'),
           503: errorResponse('Database unavailable, or a feature not configured'),
         },
@@ -192,6 +201,7 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
         'A method that a path does not take answers 405 with the methods it takes in the `Allow` header (HEAD wherever GET is).',
     },
     servers: [{ url: serverUrl }],
+    tags: [...tags].map(([name, description]) => ({ name, description })),
     paths,
     components: {
       schemas: {
