@@ -13,6 +13,7 @@ import { clearSessionCookie, createSession, deleteSession, setSessionCookie } fr
 const meAnswers = new WeakMap<object, string>();
 
 export function authRoutes(api: Api, { db, config, mailer }: AppDeps): void {
+  api.tag('Auth', 'Sign-up, sign-in, sessions, passwords and invitations to a workspace');
   const tag = 'Auth';
   const mail = { mailer, appUrl: config.APP_URL };
 

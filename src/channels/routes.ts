@@ -9,6 +9,7 @@ const rolesNote =
   'and changes it, or grants and revokes roles on it, only as manager. A channel of another workspace is 404, checked before the role.';
 
 export function channelRoutes(api: Api, { db }: AppDeps): void {
+  api.tag('Channels', 'Sales channels and the roles members hold on them');
   const tag = 'Channels';
   const one = z.object({ channel: channelOut });
   const member = z.object({ member: memberOut });

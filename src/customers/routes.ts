@@ -5,6 +5,7 @@ import { createCustomerBody, customerOut, deleteCustomerQuery, listCustomersQuer
 import { deleteCustomer, getCustomer, listCustomers, updateCustomer, upsertCustomer } from './service.js';
 
 export function customerRoutes(api: Api, { db }: AppDeps): void {
+  api.tag('Customers', "The workspace's customers, one per email address");
   const tag = 'Customers';
   const one = z.object({ customer: customerOut });
 

@@ -175,6 +175,8 @@ interface Area {
 
 export class Api {
   readonly routes: RouteDef<z.ZodType, z.ZodType>[] = [];
+  /** Each RouteDef's `tag` (an area of the API) → its description, for the OpenAPI document's top-level tags. */
+  readonly tags = new Map<string, string>();
   /**
    * One @koa/router per area, the path's first segment (`/quotes/…` → `quotes`): the router tests every route of
    * its stack on every request, so a request meets its area's few routes only.
@@ -185,6 +187,12 @@ export class Api {
     private readonly authenticate: (ctx: Context, kind: AuthKind) => Promise<Principal>,
     private readonly options: ApiOptions = {},
   ) {}
+
+  /** Describes a tag the area's routes carry; the OpenAPI document lists the tags in the order they are described. */
+  tag(name: string, description: string): void {
+    if (this.tags.has(name)) throw new Error(`Tag ${name} is described twice`);
+    this.tags.set(name, description);
+  }
 
   /**
    * Answers `method path` (under /api/v1) with `answer`, outside the route table (so without a RouteDef's

@@ -12,7 +12,7 @@ class Components {
   readonly schemas: Record<string, JsonSchema> = {};
 
   toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-    const { $schema: _omit, $defs, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    const { $schema: _omit, $defs, ...json } = toJsonSchema(schema, io);
     for (const [id, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
       const named = componentRefs(def) as JsonSchema;
       const known = this.schemas[id];
@@ -21,6 +21,49 @@ class Components {
     }
     return componentRefs(json) as JsonSchema;
   }
+}
+
+function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  return z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12', override: io === 'input' ? statePipeLimits : undefined }) as JsonSchema;
+}
+
+/** The limit keywords a pipe's validating end may carry, and the JSON type each one bounds. */
+const LIMITS: Record<string, string> = {
+  maxLength: 'string',
+  maxItems: 'array',
+  maximum: 'number',
+  exclusiveMaximum: 'number',
+  minimum: 'number',
+  exclusiveMinimum: 'number',
+};
+
+/**
+ * zod documents a pipe's input by its first end: `optionalText(500)` (a string or null, trimmed, then checked
+ * as a string of at most 500) would say "string or null" and lose its limit. The limits the pipe's other end
+ * enforces are stated here too, so every limit the validators apply is in the document. Only bounds are
+ * carried over: a pattern or a minimum length may hold only after the transform (an upper-cased country code,
+ * '' read as null). A length bound may be a few characters stricter than the input it states (it is checked
+ * after trimming).
+ */
+function statePipeLimits({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodType; jsonSchema: JsonSchema }): void {
+  const def = zodSchema._zod.def as z.core.$ZodPipeDef;
+  if (def.type !== 'pipe' || def.in._zod.traits.has('$ZodTransform') || jsonSchema.$ref) return;
+  const types = typeof jsonSchema.type === 'string' ? [jsonSchema.type] : Array.isArray(jsonSchema.type) ? (jsonSchema.type as string[]) : undefined;
+  const limits = limitsOf(toJsonSchema(def.out as z.ZodType, 'input'));
+  for (const [keyword, value] of Object.entries(limits)) {
+    const bounds = LIMITS[keyword];
+    const applies = !types || types.includes(bounds) || (bounds === 'number' && types.includes('integer'));
+    if (applies && !(keyword in jsonSchema)) jsonSchema[keyword] = value;
+  }
+}
+
+/** The limit keywords of a schema, or of its branches (`anyOf`: a string of at most 100, or null). */
+function limitsOf(schema: JsonSchema): JsonSchema {
+  const found: JsonSchema = {};
+  for (const branch of [schema, ...((schema.anyOf ?? []) as JsonSchema[])]) {
+    for (const keyword of Object.keys(LIMITS)) if (keyword in branch && !(keyword in found)) found[keyword] = branch[keyword];
+  }
+  return found;
 }
 
 /** `#/$defs/X` (one zod conversion's local definitions) → `#/components/schemas/X`. */
@@ -60,17 +103,25 @@ const authErrors: Record<AuthKind, Record<number, string>> = {
   admin: { 401: 'Wrong admin key', 403: 'ADMIN_API_KEY unset: endpoint disabled' },
 };
 
+/** What the 422 of an operation covers: its body's fields, its query's parameters, or both. */
+function invalidInput(route: RouteDef<z.ZodType, z.ZodType>): string {
+  const what = [route.body && 'a body field', route.query && 'a query parameter'].filter(Boolean).join(' or ');
+  return `Validation failed: ${what} is missing, of the wrong type, not one of its allowed values or out of its limits; the message names it`;
+}
+
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
 /** The OpenAPI 3.1 document of the JSON API, built from the same route definitions and zod schemas that serve it. */
-export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl: string): JsonSchema {
+export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl: string, tags: ReadonlyMap<string, string>): JsonSchema {
   const components = new Components();
+  for (const route of routes) if (!tags.has(route.tag)) throw new Error(`${route.path}: tag ${route.tag} has no description (api.tag)`);
   const paths: Record<string, Record<string, unknown>> = {
     '/healthz': {
       get: {
         summary: 'Health check for load balancers: 200 when the database answers, 503 otherwise',
         tags: ['Ops'],
         operationId: 'healthz',
+        security: [],
         responses: {
           200: { description: 'Healthy', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] } } } },
           503: errorResponse('Database unavailable'),
@@ -78,7 +129,7 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
       },
     },
     '/api/v1/openapi.json': {
-      get: { summary: 'This document', tags: ['Ops'], operationId: 'openapi', responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
+      get: { summary: 'This document', tags: ['Ops'], operationId: 'openapi', security: [], responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
     },
   };
   for (const route of routes) {
@@ -113,7 +164,8 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
           [status]: status === 204 ? { description: 'Done; no body' } : { description: status === 201 ? 'Created' : 'Success', content: success },
           ...(route.alsoOk ? { 200: { description: route.alsoOk, content: success } } : {}),
           ...(pathParams.length ? { 400: errorResponse('Malformed id'), 404: errorResponse('Not found (also for a record of another workspace)') } : {}),
-          ...Object.fromEntries(Object.entries({ ...authErrors[route.auth], ...(route.body ? { 422: 'Validation failed; the message names the field' } : {}), ...route.errors }).map(([code, text]) => [code, errorResponse(text!)])),
+          // Every operation that validates a body or a query answers 422 when they fail (a bad enum filter, a limit out of range).
+          ...Object.fromEntries(Object.entries({ ...authErrors[route.auth], ...(route.body || route.query ? { 422: invalidInput(route) } : {}), ...route.errors }).map(([code, text]) => [code, errorResponse(text!)])),
           500: errorResponse('Unexpected error (logged with a request id)'),
           503: errorResponse('Database unavailable, or a feature not configured'),
         },
@@ -149,6 +201,7 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
         'A method that a path does not take answers 405 with the methods it takes in the `Allow` header (HEAD wherever GET is).',
     },
     servers: [{ url: serverUrl }],
+    tags: [...tags].map(([name, description]) => ({ name, description })),
     paths,
     components: {
       schemas: {

@@ -5,6 +5,7 @@ import { importCsv, type ImportKind } from './service.js';
 import { fetchedFile, uploadedFile } from './upload.js';
 
 export function importRoutes(api: Api, { db, config }: AppDeps): void {
+  api.tag('Imports', 'CSV imports of products and orders (uploaded, or fetched from a URL)');
   const errors = {
     408: 'The upload sent nothing for 30 s and was cut off',
     413: 'The file is larger than 20 MB (also while fetching a URL), or a multipart body has more parts, fields or field bytes than an import needs (the message names the limit)',

@@ -4,6 +4,7 @@ import type { AppDeps } from '../http/deps.js';
 import { migrateLatest } from '../db/migrations.js';
 
 export function opsRoutes(api: Api, { db }: AppDeps): void {
+  api.tag('Ops', "Health check, this document, and the operator's endpoints (workspace administration, migration)");
   api.route(
     {
       method: 'post', path: '/migrate', tag: 'Ops', auth: 'migrate',

@@ -5,6 +5,7 @@ import { externalOrderBody, itemOut, listOrdersQuery, orderOut, updateOrderBody 
 import { convertQuote, deleteOrder, getOrder, listOrders, updateOrder, upsertExternalOrder } from './service.js';
 
 export function orderRoutes(api: Api, { db }: AppDeps): void {
+  api.tag('Orders', 'Orders, converted from quotes or recorded from an external shop');
   const tag = 'Orders';
   const full = z.object({ order: orderOut, items: z.array(itemOut) });
 

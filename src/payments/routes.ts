@@ -10,6 +10,7 @@ import { webhookSecret } from './stripe.js';
 
 /** The Stripe webhook under /api/v1. */
 export function paymentRoutes(api: Api, { db, config }: AppDeps): void {
+  api.tag('Payments', "Stripe's webhook, which marks paid quotes");
   api.route(
     {
       method: 'post', path: '/payments/stripe/webhook', tag: 'Payments', auth: 'none',

@@ -5,6 +5,7 @@ import { createProductBody, createVariantBody, listProductsQuery, productOut, up
 import { addVariant, createProduct, deleteProduct, deleteVariant, getProduct, listProducts, updateProduct, updateVariant } from './service.js';
 
 export function productRoutes(api: Api, { db }: AppDeps): void {
+  api.tag('Products', 'The catalogue: products and their variants');
   const tag = 'Products';
   const one = z.object({ product: productOut });
   const variantAndProduct = z.object({ variant: variantOut, product: productOut });

@@ -17,6 +17,7 @@ import { transitionQuote } from './transitions.js';
 const quoteText = ({ quote, lines }: QuoteText) => jsonText(`{"quote":${quote},"lines":${lines}}`);
 
 export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
+  api.tag('Quotes', 'Quotes and their lines, their lifecycle (send, accept, decline, cancel, mark paid, convert to an order) and the public lookup');
   const tag = 'Quotes';
   const full = z.object({ quote: quoteOut, lines: z.array(lineOut) });
   const one = z.object({ quote: quoteOut });

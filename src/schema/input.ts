@@ -106,7 +106,15 @@ function decimalInput(rules: DecimalRules) {
       if (!rules.zero && /^0*\.?0*$/.test(text)) return fail(sign);
       return text;
     })
-    .meta({ type: ['string', 'number', 'null'], description: rules.description, examples: rules.examples });
+    .meta({
+      type: ['string', 'number', 'null'],
+      description: rules.description,
+      examples: rules.examples,
+      // The limits above, for the document: a number's range, and a string's digits (blank is null).
+      ...(rules.zero ? { minimum: 0 } : { exclusiveMinimum: 0 }),
+      exclusiveMaximum: Number(limit),
+      pattern: `^\\s*(0*\\d{1,${rules.integerDigits}}(\\.\\d{1,${rules.scale}})?)?\\s*$`,
+    });
 }
 
 /** Money: zero or more, at most 2 decimals (numeric(14,2)); returned as "12.50". */

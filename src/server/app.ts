@@ -42,7 +42,7 @@ export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight 
 
   let openapi: string | undefined;
   api.raw('get', '/openapi.json', (ctx) => {
-    openapi ??= JSON.stringify(buildOpenApi(api.routes, deps.config.APP_URL));
+    openapi ??= JSON.stringify(buildOpenApi(api.routes, deps.config.APP_URL, api.tags));
     ctx.type = 'application/json';
     ctx.body = openapi;
   });

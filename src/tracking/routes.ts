@@ -9,6 +9,7 @@ import {
 } from './schema.js';
 
 export function trackingRoutes(api: Api, { db, config }: AppDeps): void {
+  api.tag('Tracking', 'Visitor events, visitors linked to customers, and the recommendations and category interest they feed');
   const tag = 'Tracking';
   const limits = { perMinute: config.TRACK_RATE_PER_MINUTE, retentionDays: config.TRACK_RETENTION_DAYS };
 

@@ -7,6 +7,7 @@ import {
 } from './service.js';
 
 export function webhookRoutes(api: Api, { db }: AppDeps): void {
+  api.tag('Webhooks', 'Webhook subscriptions and their deliveries');
   const tag = 'Webhooks';
   const one = z.object({ subscription: subscriptionOut });
 

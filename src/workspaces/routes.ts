@@ -5,6 +5,7 @@ import { adminWorkspaceOut, adminWorkspacePatch, createWorkspaceBody, keysOut, w
 import { createWorkspace, listWorkspaces, rotateKeys, updateWorkspaceStatus } from './service.js';
 
 export function workspaceRoutes(api: Api, { db, config }: AppDeps): void {
+  api.tag('Workspace', "The caller's workspace and its API keys");
   const tag = 'Workspace';
 
   api.route(
