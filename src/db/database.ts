@@ -4,7 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import { log } from '../log.js';
 import { controlSocketPath } from './control-socket.js';
 import { makeDataDirPrivate, privateUmask, tightenModes } from './data-dir.js';
-import { startPgliteThread } from './pglite-thread.js';
+import { PgliteThread, startPgliteThread } from './pglite-thread.js';
 import { guardTenancy } from './tenancy.js';
 
 export type Db = Knex | Knex.Transaction;
@@ -125,9 +125,34 @@ interface ClosablePglite {
   dumpDataDir(compression?: 'auto' | 'gzip' | 'none'): Promise<Blob>;
 }
 
+/**
+ * knex's client for PGlite in its own thread: a pool of sessions over the one database (pglite-thread.ts
+ * PgliteSessions), so that statements outside a transaction need not wait for all of one (knex-pglite's own client
+ * has one connection, which a transaction holds from BEGIN to COMMIT). Closing a session closes nothing: the database
+ * is closed with the Database.
+ */
+async function threadClient(): Promise<Knex.Config['client']> {
+  const { default: ClientPgLite } = await import('knex-pglite');
+  class ClientPgliteSessions extends (ClientPgLite as unknown as new (config: Knex.Config) => object) {
+    declare pglite: PgliteThread;
+    getPoolSettings(poolConfig: object) {
+      return (ClientPgLite.prototype as unknown as { getPoolSettings(c: object): object }).getPoolSettings.call(this, { ...poolConfig, min: 0, max: EMBEDDED_SESSIONS });
+    }
+    async _acquireOnlyConnection() {
+      await this.pglite.waitReady;
+      return this.pglite.session();
+    }
+    async destroyRawConnection() {}
+  }
+  return ClientPgliteSessions as unknown as Knex.Config['client'];
+}
+
+/** knex connections over the embedded database's thread: each statement is one message to it, so more cost nothing. */
+const EMBEDDED_SESSIONS = 10;
+
 /** Wraps a PGlite instance (in memory or on disk, in this thread or its own: pglite-thread.ts) in knex. */
 export async function openPglite(pglite: ClosablePglite, onClose: () => void = () => {}): Promise<Database> {
-  const { default: ClientPgLite } = await import('knex-pglite');
+  const ClientPgLite = pglite instanceof PgliteThread ? await threadClient() : (await import('knex-pglite')).default;
   const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: () => ({ pglite }) as object, log: knexLog });
   guardTenancy(knex);
   return {

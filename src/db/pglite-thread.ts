@@ -132,6 +132,16 @@ export class PgliteThread {
     return result;
   }
 
+  /**
+   * A connection for knex over this one database (see PgliteSessions): as many as knex's pool asks for, all sharing
+   * the thread, one at a time in a transaction.
+   */
+  session(): PgliteSession {
+    return this.sessions.open();
+  }
+
+  private readonly sessions = new PgliteSessions(this);
+
   /** A reply's buffer back to the thread, which reads its next list page into it (pglite-wire.ts ReplySize). */
   reuse(buffer: ArrayBuffer): void {
     if (!this.stopped) this.worker.postMessage({ op: 'reuse', buffer } satisfies ThreadRequest, [buffer]);
@@ -168,6 +178,96 @@ export class PgliteThread {
       this.closed = true;
       this.stopped ??= new Error('PGlite is closed');
       await this.worker.terminate();
+    }
+  }
+}
+
+/** The statements that open and close a transaction, as knex sends them (`ROLLBACK TO SAVEPOINT` closes none). */
+const opensTransaction = /^\s*(begin|start\s+transaction)\b/i;
+const closesTransaction = /^\s*(commit|end|rollback(?!\s+to\b))\b/i;
+
+/**
+ * A statement that cannot run inside another's transaction as a read (SQLSTATE class 25: it writes, so the read-only
+ * savepoint refused it; it must run outside a transaction, as VACUUM does; the transaction failed, or has just ended):
+ * it waits for that transaction to end instead.
+ */
+const waitsForTransaction = (err: unknown) => typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('25');
+
+/**
+ * The sessions knex's connections are, over one PGlite (a single session of PostgreSQL). A transaction belongs to
+ * the session that began it, until it ends; another session's BEGIN waits for that. Another session's statement meanwhile
+ * runs inside it as a read (pglite-worker.ts `interleavedQuery`: a savepoint, read-only, rolled back after), so a long
+ * transaction (a 50,000-row import) no longer holds every page for its duration; one that writes, or cannot run in a
+ * transaction, waits for it to end. Such a read sees the transaction's writes before they commit.
+ */
+class PgliteSessions {
+  /** The session whose transaction is open, if any. */
+  owner: PgliteSession | null = null;
+  private waiting: (() => void)[] = [];
+
+  constructor(readonly thread: PgliteThread) {}
+
+  open(): PgliteSession {
+    return new PgliteSession(this);
+  }
+
+  /** Resolves once no transaction is open; the caller checks again (another waiter may have begun one first). */
+  idle(): Promise<void> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(session: PgliteSession): void {
+    if (this.owner !== session) return;
+    this.owner = null;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const wake of waiting) wake();
+  }
+}
+
+/** One of knex's connections: see PgliteSessions. */
+export class PgliteSession {
+  constructor(private readonly sessions: PgliteSessions) {}
+
+  get closed(): boolean {
+    return this.sessions.thread.closed;
+  }
+
+  get waitReady(): Promise<void> {
+    return this.sessions.thread.waitReady;
+  }
+
+  async query<T = Record<string, unknown>>(sql: string, params?: unknown[], options?: Record<string, unknown>): Promise<Results<T>> {
+    const { thread } = this.sessions;
+    for (;;) {
+      const owner = this.sessions.owner;
+      if (owner === this) return this.inTransaction(() => thread.query<T>(sql, params, options), sql);
+      if (owner === null) {
+        if (!opensTransaction.test(sql)) return thread.query<T>(sql, params, options);
+        this.sessions.owner = this;
+        return this.inTransaction(() => thread.query<T>(sql, params, options), sql);
+      }
+      if (!opensTransaction.test(sql)) {
+        try {
+          return await thread.query<T>(sql, params, { ...options, interleave: true });
+        } catch (err) {
+          if (!waitsForTransaction(err)) throw err;
+        }
+      }
+      await this.sessions.idle();
+    }
+  }
+
+  /** A statement of this session's transaction; the transaction is over once its COMMIT or ROLLBACK has run, or BEGIN failed. */
+  private async inTransaction<T>(run: () => Promise<T>, sql: string): Promise<T> {
+    let ended = closesTransaction.test(sql);
+    try {
+      return await run();
+    } catch (err) {
+      if (opensTransaction.test(sql)) ended = true;
+      throw err;
+    } finally {
+      if (ended) this.sessions.release(this);
     }
   }
 }

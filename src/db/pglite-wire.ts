@@ -81,11 +81,16 @@ function textValue(value: unknown): string | null {
 }
 
 /**
- * Runs `sql` with `params` in one pass (parse, bind, describe, execute, sync): `text` values as bytes, the rest as
- * PGlite parses them. `around` are statements without values sent in the same pass before and after it (BEGIN and
- * SET LOCAL, COMMIT): the first error of any of them is thrown.
+ * Runs `sql` with `params` in one pass (parse, bind, describe, execute, sync): `text` values as bytes (unless
+ * `textAsBytes` is false), the rest as PGlite parses them. `before` and `after` are statements without values sent in
+ * the same pass (BEGIN and SET LOCAL, COMMIT): the first error of any of them is thrown.
  */
-export async function queryTextAsBytes(pglite: RawPglite, sql: string, params: unknown[] = [], around: { before?: string; after?: string } = {}): Promise<BytesResult> {
+export async function queryTextAsBytes(
+  pglite: RawPglite,
+  sql: string,
+  params: unknown[] = [],
+  around: { before?: string; after?: string; textAsBytes?: boolean } = {},
+): Promise<BytesResult> {
   const message = Buffer.concat([
     ...(around.before ? [serialize.query(around.before)] : []),
     serialize.parse({ text: sql }),
@@ -95,7 +100,7 @@ export async function queryTextAsBytes(pglite: RawPglite, sql: string, params: u
     serialize.sync(),
     ...(around.after ? [serialize.query(around.after)] : []),
   ]);
-  return readReply(pglite, await rawReply(pglite, message, pageSize), { textAsBytes: true });
+  return readReply(pglite, await rawReply(pglite, message, pageSize), { textAsBytes: around.textAsBytes ?? true });
 }
 
 /**

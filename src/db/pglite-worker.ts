@@ -85,15 +85,40 @@ async function namedQuery(name: string, sql: string, params: unknown[] = []): Pr
  */
 async function bytesQuery(sql: string, params: unknown[] | undefined, settings: Record<string, string> = {}): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
   const { buffer, notifications, ...result } = await pglite.runExclusive(() => {
-    const set = Object.entries(settings).map(([name, value]) => {
-      if (!/^\w+$/.test(name) || !/^\w+$/.test(value)) throw new Error(`not a setting: ${name} = ${value}`);
-      return `set local ${name} = ${value}`;
-    });
+    const set = setLocal(settings);
     const own = set.length > 0 && !pglite.isInTransaction();
     return queryTextAsBytes(pglite, sql, params, own ? { before: ['begin', ...set].join('; '), after: 'commit' } : { before: set.join('; ') });
   });
   forwardNotifications(notifications);
   return { value: result, transfer: [buffer] };
+}
+
+function setLocal(settings: Record<string, string> = {}): string[] {
+  return Object.entries(settings).map(([name, value]) => {
+    if (!/^\w+$/.test(name) || !/^\w+$/.test(value)) throw new Error(`not a setting: ${name} = ${value}`);
+    return `set local ${name} = ${value}`;
+  });
+}
+
+/**
+ * A statement of another knex connection while a transaction is open (pglite-thread.ts PgliteSessions): run inside
+ * that transaction, in a savepoint made read-only and rolled back after, all in one pass nothing else can enter. A
+ * write fails there (SQLSTATE 25006) and its session waits for the transaction to end; nothing it did outlives the
+ * savepoint. With no transaction open any longer, it runs as any statement does.
+ */
+async function interleavedQuery(request: PageRequest): Promise<Answer> {
+  const { interleave: _, ...options } = request.options ?? {};
+  const textAsBytes = options.textAsBytes === true;
+  const inside = await pglite.runExclusive(async () => {
+    if (!pglite.isInTransaction()) return null;
+    const before = ['savepoint quoting_read', 'set local transaction_read_only = on', ...setLocal(options.settings as Record<string, string> | undefined)];
+    return queryTextAsBytes(pglite, request.sql, request.params, { before: before.join('; '), after: 'rollback to savepoint quoting_read; release savepoint quoting_read', textAsBytes });
+  });
+  if (!inside) return run({ ...request, options: Object.keys(options).length ? options : undefined });
+  const { buffer, notifications: _none, ...result } = inside; // read-only: it sent no NOTIFY
+  if (textAsBytes) return { value: result, transfer: [buffer] };
+  reusePageReply(buffer); // every value decoded: nothing reads the buffer
+  return { value: result };
 }
 
 /**
@@ -176,6 +201,7 @@ function forwardNotifications(notifications: { channel: string; payload: string 
 async function run(request: Exclude<ThreadRequest, { op: 'reuse' }>): Promise<{ value: unknown; transfer?: ArrayBuffer[] }> {
   switch (request.op) {
     case 'query':
+      if (request.options?.interleave) return interleavedQuery(request);
       if (request.options?.textAsBytes) return bytesQuery(request.sql, request.params, request.options.settings as Record<string, string> | undefined);
       if (typeof request.options?.name === 'string') return { value: await namedQuery(request.options.name, request.sql, request.params) };
       // Without values (BEGIN, COMMIT, SAVEPOINT, SET LOCAL, …) the simple protocol takes one pass through PGlite, the
