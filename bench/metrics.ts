@@ -4,13 +4,15 @@
  * alternated (off, on, off, on, …; `--rounds` (3)); each server its own child process over the same data. Then the
  * time of a scrape (client-side, sequential, after a warm-up) over 1,000 workspaces' data: each with a webhook
  * subscription and `--deliveries` (50) deliveries in every queue state (mostly delivered; failed, dead and due ones),
- * and counters of deliveries and imports.
- *   node dist/bench/metrics.js [--db postgres,embedded] [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--workspaces 1000] [--deliveries 50] [--scrapes 30]
+ * and counters of deliveries and imports. With `--baseline-bin <another checkout>/bin/quoting` (PostgreSQL only) that
+ * build serves a third target in each round, the same data with metrics off: what the per-request log context costs.
+ *   node dist/bench/metrics.js [--baseline-bin ../other/bin/quoting] [--db postgres,embedded] [--duration 5] [--warmup 2] [--rounds 3] [--connections 50] [--workspaces 1000] [--deliveries 50] [--scrapes 30]
  */
+import path from 'node:path';
 import autocannon from 'autocannon';
 import knexFactory, { type Knex } from 'knex';
 import {
-  benchArgs, copyDataDir, databasesOption, dbName, freshDataDir, freshPostgresUrl, loadAverage, median, note, onCleanup, printTable, runBench, signUp,
+  benchArgs, copyDataDir, cpuMs, databasesOption, dbName, freshDataDir, freshPostgresUrl, loadAverage, median, note, onCleanup, printTable, runBench, signUp,
   spread, startEmbedded, startQuoting, withDataDir, type ChildServer, type DbKind,
 } from './lib.js';
 
@@ -23,6 +25,7 @@ const { values } = benchArgs('metrics.js', {
   workspaces: { type: 'string', default: '1000' },
   deliveries: { type: 'string', default: '50' },
   scrapes: { type: 'string', default: '30' },
+  'baseline-bin': { type: 'string' },
 });
 const duration = Number(values.duration);
 const warmup = Number(values.warmup);
@@ -100,13 +103,15 @@ async function scrapeTimes(url: string): Promise<{ times: number[]; bytes: numbe
   return { times, bytes };
 }
 
-async function servers(kind: DbKind): Promise<{ off: ChildServer; on: ChildServer }> {
+async function servers(kind: DbKind): Promise<{ off: ChildServer; on: ChildServer; baseline?: ChildServer }> {
   if (kind === 'postgres') {
     const databaseUrl = await freshPostgresUrl();
     const knex = knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 1, max: 1 } });
     onCleanup(() => knex.destroy());
     await seed(knex);
-    return { off: await startQuoting(databaseUrl), on: await startQuoting(databaseUrl, { METRICS_TOKEN: TOKEN }) };
+    const baselineBin = values['baseline-bin'];
+    const baseline = baselineBin ? await startQuoting(databaseUrl, {}, path.resolve(baselineBin)) : undefined;
+    return { off: await startQuoting(databaseUrl), on: await startQuoting(databaseUrl, { METRICS_TOKEN: TOKEN }), baseline };
   }
   const dataDir = await freshDataDir('metrics');
   await withDataDir(dataDir, ({ knex }) => seed(knex));
@@ -115,28 +120,33 @@ async function servers(kind: DbKind): Promise<{ off: ChildServer; on: ChildServe
 }
 
 async function run(kind: DbKind): Promise<void> {
-  const { off, on } = await servers(kind);
+  const { off, on, baseline } = await servers(kind);
   const cookies = { off: (await signUp(off.url)).cookie, on: (await signUp(on.url)).cookie };
   const targets = [
-    { name: 'metrics off (baseline)', url: `${off.url}/api/v1/auth/me`, cookie: cookies.off, rates: [] as number[], p99: [] as number[] },
-    { name: 'metrics on (METRICS_TOKEN set)', url: `${on.url}/api/v1/auth/me`, cookie: cookies.on, rates: [] as number[], p99: [] as number[] },
-  ];
+    { name: 'metrics off (baseline)', server: off, cookie: cookies.off },
+    { name: 'metrics on (METRICS_TOKEN set)', server: on, cookie: cookies.on },
+    ...(baseline ? [{ name: 'baseline build, metrics off', server: baseline, cookie: (await signUp(baseline.url)).cookie }] : []),
+  ].map((t) => ({ ...t, url: `${t.server.url}/api/v1/auth/me`, rates: [] as number[], p99: [] as number[], cpuUs: [] as number[] }));
   for (const target of targets) if (warmup > 0) await load(target.url, target.cookie, warmup);
   for (let round = 0; round < rounds; round++) {
     for (const target of targets) {
+      const cpu = cpuMs(target.server.child.pid);
       const result = await load(target.url, target.cookie, duration);
+      // The server's CPU per request: less swayed than req/s by what else the machine runs.
+      target.cpuUs.push(((cpuMs(target.server.child.pid) - cpu) * 1000) / result.requests.total);
       target.rates.push(result.requests.average);
       target.p99.push(result.latency.p99);
     }
   }
-  const ratios = targets[1].rates.map((rate, round) => rate / targets[0].rates[round]);
+  const ratiosOf = (i: number) => targets[i].rates.map((rate, round) => rate / targets[0].rates[round]);
+  const ratios = ratiosOf(1);
   printTable(
     `${dbName(kind)}: authenticated GET /api/v1/auth/me, ${rounds} alternating rounds of ${duration} s, ${connections} connections; load average ${loadAverage()}`,
     [
-      ['server', 'req/s min / median / max', 'p99 (median round)', 'ratio to off of the same round, min / median / max'],
+      ['server', 'req/s min / median / max', 'p99 (median round)', 'server CPU µs/request min / median / max', 'ratio to off of the same round, min / median / max'],
       ...targets.map((t, i) => [
-        t.name, spread(t.rates, 0), `${median(t.p99)} ms`,
-        i === 0 ? '1' : `${Math.min(...ratios).toFixed(3)} / ${median(ratios).toFixed(3)} / ${Math.max(...ratios).toFixed(3)}`,
+        t.name, spread(t.rates, 0), `${median(t.p99)} ms`, spread(t.cpuUs, 0),
+        i === 0 ? '1' : `${Math.min(...ratiosOf(i)).toFixed(3)} / ${median(ratiosOf(i)).toFixed(3)} / ${Math.max(...ratiosOf(i)).toFixed(3)}`,
       ]),
     ],
   );
@@ -146,10 +156,10 @@ async function run(kind: DbKind): Promise<void> {
     [spread(times, 1), bytes],
   ]);
   const ratio = median(ratios);
+  note(`${dbName(kind)}: server CPU per request on / off ${(median(targets[1].cpuUs) / median(targets[0].cpuUs)).toFixed(3)}`);
   note(`${dbName(kind)}: on / off ${ratio.toFixed(3)} (target >= ${TARGETS.ratio}: ${ratio >= TARGETS.ratio ? 'MET' : 'NOT MET'}); ` +
     `scrape median ${median(times).toFixed(1)} ms (target < ${TARGETS.scrapeMs} ms: ${median(times) < TARGETS.scrapeMs ? 'MET' : 'NOT MET'})`);
-  await off.stop();
-  await on.stop();
+  for (const server of [off, on, baseline]) await server?.stop();
 }
 
 runBench(async () => {
