@@ -46,6 +46,8 @@ export const configSchema = z.object({
   /** Unset: each command's own default (serve 10, worker --watch 6, others 2: withDatabase in src/cli/context.ts). */
   DATABASE_POOL_MAX: z.coerce.number({ error: 'expects a whole number from 1 to 1000' }).int({ error: 'expects a whole number from 1 to 1000' }).min(1, { error: 'expects a whole number from 1 to 1000' }).max(1000, { error: 'expects a whole number from 1 to 1000' }).optional(),
   MIGRATE_TOKEN: optionalText,
+  /** Turns GET /metrics on, for `Authorization: Bearer <METRICS_TOKEN>` (unset: 404). */
+  METRICS_TOKEN: optionalText,
   ADMIN_API_KEY: optionalText,
   SIGNUP: z.enum(['open', 'closed'], { error: 'expects open or closed' }).default('open'),
   TRIAL_DAYS: z
@@ -107,7 +109,7 @@ export class ConfigError extends Error {
 }
 
 /** Variables whose value may hold a password or a credential: never echoed in an error. */
-const secretVariables = new Set(['DATABASE_URL', 'SMTP_URL', 'MIGRATE_TOKEN', 'ADMIN_API_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']);
+const secretVariables = new Set(['DATABASE_URL', 'SMTP_URL', 'MIGRATE_TOKEN', 'METRICS_TOKEN', 'ADMIN_API_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']);
 
 /**
  * Parses the environment; bad values throw one line naming every invalid variable and what it

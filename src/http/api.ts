@@ -290,9 +290,17 @@ function areaRouter(paths: PathEntry[]): Middleware {
   const router = new Router({ prefix: '/api/v1' });
   for (const { template, methods } of paths) {
     const path = template.replace(/\{(\w+)\}/g, ':$1');
-    for (const [method, answer] of methods) router.register(path, [method], (ctx) => answer(ctx, ctx.params));
+    // The route template (the RouteDef's path) names the request in the logs and the metrics, never the raw path.
+    const route = `/api/v1${template}`;
+    for (const [method, answer] of methods) {
+      router.register(path, [method], (ctx) => {
+        ctx.state.route = route;
+        return answer(ctx, ctx.params);
+      });
+    }
     const allow = allowedMethods(methods.keys());
     router.all(path, (ctx) => {
+      ctx.state.route = route;
       throw new MethodNotAllowed(ctx.method, ctx.path, allow);
     });
   }

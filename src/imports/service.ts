@@ -5,7 +5,8 @@ import type { Readable } from 'node:stream';
 import type { Knex } from 'knex';
 import type { Access } from '../access.js';
 import { HttpError, Validation } from '../errors.js';
-import { log } from '../log.js';
+import { errorFields, log } from '../log.js';
+import { addCounts } from '../db/ops-counters.js';
 import { outboundAgents, outboundPolicy, OutboundRefused } from '../webhooks/outbound.js';
 import { MAX_IMPORT_BYTES, MAX_RECORD_BYTES, openCsv, TooLarge, type ByteSource, type CsvRow } from './csv.js';
 import { orderImporter } from './orders.js';
@@ -87,9 +88,27 @@ export async function spoolCsv(source: ByteSource, options: Pick<ImportOptions, 
 }
 
 /** The second half: a spooled file imported, after every earlier import of its kind into the workspace (the file stays). */
-export function importSpooledCsv(db: Knex, access: Access, kind: ImportKind, spooled: Spooled, options: ImportOptions): Promise<ImportReport> {
+export async function importSpooledCsv(db: Knex, access: Access, kind: ImportKind, spooled: Spooled, options: ImportOptions): Promise<ImportReport> {
   const { deadline, pastWindow } = importWindow(options);
-  return oneAtATime(`${kind}:${access.workspaceId}`, () => importSpooled(db, access, kind, spooled, options, deadline, pastWindow));
+  try {
+    const report = await oneAtATime(`${kind}:${access.workspaceId}`, () => importSpooled(db, access, kind, spooled, options, deadline, pastWindow));
+    await countImport(db, options.dryRun ? 'dry_run' : 'applied', options.dryRun ? undefined : report);
+    return report;
+  } catch (err) {
+    const aborted = err instanceof HttpError && err.status === 422 && options.onError === 'abort' && err.data !== undefined;
+    await countImport(db, aborted ? 'aborted' : 'failed');
+    throw err;
+  }
+}
+
+/** An import's result and, once applied, its rows, added to the installation's counters (/metrics). */
+async function countImport(db: Knex, result: 'applied' | 'dry_run' | 'aborted' | 'failed', report?: ImportReport): Promise<void> {
+  try {
+    await addCounts(db, 'imports', { [result]: 1 });
+    if (report) await addCounts(db, 'import_rows', { created: report.created, updated: report.updated, unchanged: report.unchanged, failed: report.failed });
+  } catch (err) {
+    log.warn('import not counted for the metrics', errorFields(err));
+  }
 }
 
 async function importSpooled(

@@ -4,7 +4,7 @@ import Koa, { type Context, type Next } from 'koa';
 import compress from 'koa-compress';
 import type Router from '@koa/router';
 import { HttpError, isDatabaseUnavailable, MethodNotAllowed } from '../errors.js';
-import { errorFields, log, logs } from '../log.js';
+import { errorFields, log, logs, withRequestLog } from '../log.js';
 import { allowedMethods, Api } from '../http/api.js';
 import { bodyParser } from '../http/body.js';
 import type { AppDeps } from '../http/deps.js';
@@ -12,6 +12,7 @@ import type { SessionCache } from '../auth/session-cache.js';
 import { buildOpenApi } from '../http/openapi.js';
 import { authenticator } from './authenticate.js';
 import type { InFlight } from './in-flight.js';
+import { httpInFlight, metricsEndpoint, recordRequest } from './metrics.js';
 import { authRoutes } from '../auth/routes.js';
 import { workspaceRoutes } from '../workspaces/routes.js';
 import { opsRoutes } from '../ops/routes.js';
@@ -47,9 +48,11 @@ export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight 
     ctx.body = openapi;
   });
 
+  const metrics = deps.config.METRICS_TOKEN;
   if (inFlight) app.use(inFlight.middleware);
-  app.use(requestContext);
+  app.use(metrics ? measuredRequestContext : requestContext);
   app.use(compression);
+  if (metrics) app.use(metricsEndpoint(deps.db, metrics));
   app.use(bodyParser);
   app.use(healthz(deps));
   app.use(api.middleware());
@@ -98,7 +101,10 @@ async function compression(ctx: Context, next: Next): Promise<void> {
   await compressor(ctx, answered);
 }
 
-/** Request id, access log, and the one place errors become `{error, data?}`. */
+/**
+ * Request id, access log, and the one place errors become `{error, data?}`. Every line logged while the request
+ * is handled carries its id and route template (src/log.ts).
+ */
 async function requestContext(ctx: Context, next: Next): Promise<void> {
   const given = ctx.get('x-request-id');
   const requestId = /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
@@ -106,15 +112,39 @@ async function requestContext(ctx: Context, next: Next): Promise<void> {
   ctx.set('X-Request-Id', requestId);
   const started = performance.now();
   try {
-    await next();
+    await withRequestLog({ request_id: requestId, route: () => routeOf(ctx) }, next);
   } catch (err) {
     if (err instanceof MethodNotAllowed) ctx.set('Allow', err.allow.join(', '));
-    const { status, body } = errorResponse(err, ctx, requestId);
+    const { status, body } = withRequestLog({ request_id: requestId, route: () => routeOf(ctx) }, () => errorResponse(err, ctx, requestId));
     ctx.status = status;
     ctx.body = body;
   }
   // The path only: query strings may carry credentials (?token=, ?key=).
-  if (logs('info')) log.info('request', { request_id: requestId, method: ctx.method, path: loggablePath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) });
+  if (logs('info')) log.info('request', { request_id: requestId, route: routeOf(ctx), method: ctx.method, path: loggablePath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) });
+}
+
+/** requestContext, and the request's figures for /metrics (METRICS_TOKEN set). */
+async function measuredRequestContext(ctx: Context, next: Next): Promise<void> {
+  const started = performance.now();
+  httpInFlight.inc();
+  try {
+    await requestContext(ctx, next);
+  } finally {
+    httpInFlight.dec();
+    recordRequest(routeOf(ctx) ?? 'unmatched', ctx.method, ctx.status, (performance.now() - started) / 1000);
+  }
+}
+
+/**
+ * The request's route template, never its path: the RouteDef's or the page's path (set by the API and the app's
+ * pages), else the path @koa/router matched (the public pages, the tag script) with `{name}` for `:name`; null
+ * when nothing was routed (a 404).
+ */
+function routeOf(ctx: Context): string | null {
+  const route = ctx.state.route as string | undefined;
+  if (route) return route;
+  const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+  return typeof matched === 'string' ? matched.replace(/:(\w+)/g, '{$1}') : null;
 }
 
 /** The path without secrets: the public quote token is a credential. */
@@ -149,6 +179,7 @@ function healthz({ db }: AppDeps) {
   // Not an async function: every other request passes through without a promise of its own.
   return (ctx: Context, next: Next) => {
     if (ctx.path !== '/healthz') return next();
+    ctx.state.route = '/healthz';
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') throw new MethodNotAllowed(ctx.method, ctx.path, allowedMethods(['GET']));
     return check(ctx);
   };

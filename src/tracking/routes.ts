@@ -2,11 +2,15 @@ import { z } from 'zod';
 import { reply, type Api } from '../http/api.js';
 import type { AppDeps } from '../http/deps.js';
 import { TooManyRequests } from '../errors.js';
+import { trackingEvents } from '../metrics.js';
 import { createJoinCode, customerEvents, joinVisitor, quoteBrowsing, recordEvent } from './service.js';
 import { categoryInterest, recommend } from './recommendations.js';
 import {
   categoryInterestOut, customerEventsQuery, eventOut, interestQuery, joinBody, joinCodeBody, joinCodeOut, recommendationOut, recommendationsQuery, trackEventBody, visitorOut,
 } from './schema.js';
+
+const ACCEPTED = { outcome: 'accepted' };
+const CAPPED = { outcome: 'capped' };
 
 export function trackingRoutes(api: Api, { db, config }: AppDeps): void {
   api.tag('Tracking', 'Visitor events, visitors linked to customers, and the recommendations and category interest they feed');
@@ -23,7 +27,11 @@ export function trackingRoutes(api: Api, { db, config }: AppDeps): void {
       errors: { 429: 'Over the rate cap: {error: "Too many events."}' },
     },
     async ({ body, auth }) => {
-      if (!(await recordEvent(db, auth.access, body, limits))) throw new TooManyRequests('Too many events.');
+      if (!(await recordEvent(db, auth.access, body, limits))) {
+        trackingEvents.inc(CAPPED);
+        throw new TooManyRequests('Too many events.');
+      }
+      trackingEvents.inc(ACCEPTED);
       return reply(204, {});
     },
   );

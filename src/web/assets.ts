@@ -48,6 +48,7 @@ export function serveAssets(ctx: Context, next: Next): Promise<void> | void {
   if (!ctx.path.startsWith('/assets/') || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
   const found = asset(ctx.path.slice('/assets/'.length));
   if (!found) return next();
+  ctx.state.route = '/assets/{name}';
   ctx.set('Cache-Control', ctx.query.v === found.hash ? 'public, max-age=31536000, immutable' : 'no-cache');
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.etag = found.hash;

@@ -97,6 +97,7 @@ export function pageRouter(defs: PageDef[], authenticate: Authenticate, appUrl: 
   for (const [path, allowed] of methods) {
     const allow = [...allowed, ...(allowed.has('GET') ? ['HEAD'] : [])].join(', ');
     router.all(path, async (ctx: Context) => {
+      ctx.state.route = path.replace(/:(\w+)/g, '{$1}');
       ctx.set('Allow', allow);
       await answerError(ctx, new HttpError(405, `This page does not take ${ctx.method}.`), Principal.anonymous);
     });
@@ -120,6 +121,7 @@ const rank = (path: string) =>
     .join('');
 
 async function run(def: PageDef, ctx: Context, authenticate: Authenticate, appOrigin: string): Promise<void> {
+  ctx.state.route = def.path; // the page's path names the request in the logs and the metrics
   let auth = Principal.anonymous;
   try {
     if (ctx.method === 'POST') assertSameSite(ctx, appOrigin);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../config.js';
 import { preparedQuery } from '../db/prepared.js';
+import { addCounts } from '../db/ops-counters.js';
 import { errorFields, log } from '../log.js';
 import { outboundAgents, outboundPolicy, post, type PostResult } from './outbound.js';
 import { signatureHeader } from './signature.js';
@@ -120,6 +121,13 @@ const claimDue = preparedQuery<Record<string, unknown>>('quoting_claim_deliverie
  * named by id as well (`any(:ids)`), so they are found through the primary key: joined to the JSON alone, the
  * planner may hash it against a scan of every delivery ever made (so may lease renewals and give-backs).
  */
+/** Adds a group's outcomes to the installation's counters (/metrics); a failure costs the figures only. */
+async function countOutcomes(db: Knex, outcomes: Outcome[]): Promise<void> {
+  const counts: Record<string, number> = {};
+  for (const { status } of outcomes) counts[status] = (counts[status] ?? 0) + 1;
+  await addCounts(db, 'webhook_deliveries', counts).catch((err: unknown) => log.warn('delivery outcomes not counted for the metrics', errorFields(err)));
+}
+
 const recordOutcomes = preparedQuery('quoting_record_delivery_outcomes', `
   /* all workspaces: the outcomes of a claim, which spans them */
   update webhook_deliveries d set status = o.status, last_status_code = o.code, last_error = o.error, response_body = o.body,
@@ -284,6 +292,8 @@ export class DeliveryWorker {
    * that transaction's new rows). Claims skip both kinds anyway, so this may run on a schedule of its own.
    */
   async housekeep(): Promise<void> {
+    // Counted first: /metrics shows the worker's last round even when a statement below fails.
+    await addCounts(this.db, 'webhook_worker_runs', { '': 1 });
     await this.db.raw(
       `/* all workspaces: housekeeping of the one queue */ update webhook_deliveries set status = 'dead', claim_token = null, lease_expires_at = null, updated_at = now(),
          last_error = 'Attempt ' || attempts || ' was interrupted: the worker stopped before recording its outcome.'
@@ -339,6 +349,7 @@ export class DeliveryWorker {
     for (let tries = 1; ; tries++) {
       try {
         await recordOutcomes(this.db, { outcomes: JSON.stringify(outcomes), ids: outcomes.map((o) => o.id) });
+        await countOutcomes(this.db, outcomes);
         break;
       } catch (err) {
         log.error('delivery outcomes not recorded', { delivery_ids: outcomes.map((o) => o.id), try: tries, ...errorFields(err) });

@@ -35,7 +35,7 @@ function folderOf(file: string): string {
 
 const files = sourceFiles();
 const edges = files.flatMap((from) => importsOf(from).map((to) => ({ from, to })));
-const ground = new Set(['config.ts', 'errors.ts', 'log.ts', 'repeat.ts', 'access.ts', 'accounts.ts', 'crypto.ts', 'money.ts', 'dates.ts', 'templates.ts', 'schema']);
+const ground = new Set(['config.ts', 'errors.ts', 'log.ts', 'metrics.ts', 'repeat.ts', 'access.ts', 'accounts.ts', 'crypto.ts', 'money.ts', 'dates.ts', 'templates.ts', 'schema']);
 const data = new Set(['db', 'mail']);
 const areas = ['auth', 'workspaces', 'customers', 'products', 'channels', 'quotes', 'orders', 'imports', 'webhooks', 'payments', 'tracking', 'ops', 'events'];
 
