@@ -5,8 +5,8 @@
  * other requests, timers and webhook deliveries run meanwhile.
  *
  * Order is kept: messages on a port arrive in the order sent and the worker hands them to PGlite in that
- * order, which runs them one at a time. Transactions need nothing more here: knex-pglite gives knex one
- * connection, held by a transaction from its BEGIN to its COMMIT, so no other statement is sent in between.
+ * order, which runs them one at a time. knex's connections are sessions over it (PgliteSessions below): one
+ * session's transaction at a time, with other sessions' reads run inside it.
  */
 import { Worker } from 'node:worker_threads';
 import type { Results } from '@electric-sql/pglite';

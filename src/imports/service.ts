@@ -51,6 +51,12 @@ export interface ImportOptions {
  */
 const BATCH_ROWS = 2000;
 
+/**
+ * On the embedded database a batch's statements hold its one session while they run, and a page's reads wait for
+ * the one under way (db/pglite-thread.ts): smaller batches keep that wait short.
+ */
+const EMBEDDED_BATCH_ROWS = 500;
+
 class Rollback extends Error {}
 
 /**
@@ -121,6 +127,7 @@ async function importSpooled(
   pastWindow: () => HttpError,
 ): Promise<ImportReport> {
   const file = spooled.read();
+  const batchRows = db.client.config.client === 'pg' ? BATCH_ROWS : EMBEDDED_BATCH_ROWS;
   try {
     const csv = await openCsv(file);
     const importer: Importer = kind === 'products' ? productImporter(csv.header) : orderImporter(csv.header);
@@ -160,7 +167,7 @@ async function importSpooled(
               continue;
             }
             batch.push(row);
-            if (batch.length < BATCH_ROWS) continue;
+            if (batch.length < batchRows) continue;
             const write = importer.prepare(batch, false);
             batch = [];
             await writing;

@@ -81,15 +81,15 @@ export function homePages({ db }: AppDeps): PageDef[] {
       method: 'get', path: '/app', who: 'member',
       handle: async ({ auth, flash }) => {
         const access = auth.access;
-        const [awaiting, expiring, accepted, orders] = (await Promise.all([
+        const [awaiting, expiring, accepted, orders, failing] = (await Promise.all([
           // One more than shown: whether the box says "10+".
           quotesAwaitingAnswer(db, access, BOX_ROWS + 1),
           quotesExpiringSoon(db, access, EXPIRING_DAYS, BOX_ROWS + 1),
           acceptedNotConverted(db, access, BOX_ROWS + 1),
           recentOrders(db, access, BOX_ROWS),
-        ])) as unknown as [Quote[], Quote[], Quote[], Order[]];
-        // Webhooks are the owner's to fix; the box is not shown at all while nothing fails.
-        const failing = auth.role === 'owner' ? await failingDeliveries(db, access, BOX_ROWS + 1) : [];
+          // Webhooks are the owner's to fix; the box is not shown at all while nothing fails.
+          auth.role === 'owner' ? failingDeliveries(db, access, BOX_ROWS + 1) : [],
+        ])) as unknown as [Quote[], Quote[], Quote[], Order[], FailingDelivery[]];
         const customers = await customerNames(db, access, orders);
         return shell(auth, {
           title: 'Home',
