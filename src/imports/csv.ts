@@ -254,12 +254,22 @@ class QuoteGuard {
       const b = chunk[i];
       switch (this.state) {
         case Cell.Start:
-          if (b === QUOTE) this.state = Cell.Quoted;
-          else if (b !== delimiter && b !== CR && b !== LF && !space(b)) this.state = Cell.Unquoted;
+        case Cell.Unquoted: {
+          // Only quotes matter here: one opens a cell if nothing but whitespace stands between it and the cell's start.
+          const quote = chunk.indexOf(QUOTE, i);
+          const end = quote === -1 ? chunk.length : quote;
+          let j = end - 1;
+          while (j >= i && space(chunk[j])) j--;
+          const atStart = j < i ? this.state === Cell.Start : chunk[j] === delimiter || chunk[j] === CR || chunk[j] === LF;
+          if (quote === -1) {
+            this.state = atStart ? Cell.Start : Cell.Unquoted;
+            i = chunk.length;
+          } else {
+            this.state = atStart ? Cell.Quoted : Cell.Unquoted;
+            i = quote;
+          }
           break;
-        case Cell.Unquoted:
-          if (b === delimiter || b === CR || b === LF) this.state = Cell.Start;
-          break;
+        }
         case Cell.Quoted: {
           const quote = chunk.indexOf(QUOTE, i);
           if (quote === -1) {

@@ -208,8 +208,9 @@ export function productImporter(header: string[]): Importer {
           outcome.failed++;
           if (products.get(mapped.product_sku)?.id === undefined) failedAt(mapped.product_sku, row.line);
           for (const issue of checked.issues) {
-            const shown = issue.field === 'variant_sku' && mapped.generatedSku ? ` (the SKU made from the handle and option values: "${String(mapped.variant.variant_sku)}")` : '';
-            outcome.fail(row.line, issue.field, issue.message.replace(/\.$/, '') + shown + (shown ? '.' : ''));
+            const generated = issue.field === 'variant_sku' && mapped.generatedSku;
+            const shown = ` (the SKU made from the handle and option values: "${String(mapped.variant.variant_sku)}").`;
+            outcome.fail(row.line, issue.field, generated ? issue.message.replace(/\.$/, '') + shown : issue.message);
           }
           continue;
         }
