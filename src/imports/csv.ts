@@ -25,6 +25,8 @@ export interface CsvRow {
   values: string[];
   /** The row was longer than MAX_RECORD_BYTES: cut, its values are empty, and it is a row error. */
   oversized?: true;
+  /** A cell of the row has text after its closing quote: the header name of the first such cell; values are empty, and it is a row error. */
+  badQuote?: string;
 }
 
 export interface CsvFile {
@@ -68,9 +70,12 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
   if (headerLine.trim() === '') throw new Validation('file', 'file: the CSV is empty; its first line must name the columns.');
   const delimiter = detectDelimiter(headerLine);
 
+  const quotes = new QuoteGuard(delimiter);
   async function* all(): AsyncGenerator<Buffer> {
-    yield* head;
-    for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+    for (const chunk of head) yield quotes.pass(chunk);
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield quotes.pass(next.value);
+    const tail = quotes.finish();
+    if (tail.length) yield tail;
   }
   const parser: Parser = parse(csvOptions(delimiter));
   const input = Readable.from(all());
@@ -83,6 +88,7 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
     if (!input.destroyed) input.destroy();
   };
   let header: string[];
+  let firstRecord: string[];
   try {
     const first = await nextRecord(iterator);
     if (first.done) throw new Validation('file', 'file: the CSV is empty; its first line must name the columns.');
@@ -90,6 +96,7 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
     if (first.value.length > MAX_COLUMNS) {
       throw new Validation('file', `file: the header has ${first.value.length} columns; at most ${MAX_COLUMNS} are read.`);
     }
+    firstRecord = first.value;
     header = first.value.map((cell) => cell.trim());
   } catch (err) {
     close();
@@ -98,14 +105,16 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
 
   async function* rows(): AsyncGenerator<CsvRow> {
     let count = 0;
-    /** Records read, the header and empty lines included: a record's number is the line a spreadsheet shows. */
-    let line = 1;
-    /** Lines the guard cut that a record has not yet shown (the guard reads ahead of the parser). */
+    /** The line the next record starts on (the header's lines counted): a row is named by the line it starts on. */
+    let next = 2 + lineBreaks(firstRecord);
+    /** Lines the guard cut, and cells it marked, that a record has not yet shown (the guards read ahead of the parser). */
     let found = 0;
+    let foundQuotes = 0;
     try {
-      for (let next = await nextRecord(iterator); !next.done; next = await nextRecord(iterator)) {
-        const record = next.value;
-        line++;
+      for (let read = await nextRecord(iterator); !read.done; read = await nextRecord(iterator)) {
+        const record = read.value;
+        const line = next;
+        next += 1 + lineBreaks(record);
         if (record.every((cell) => cell.trim() === '')) continue;
         if (++count > MAX_IMPORT_ROWS) {
           throw new Validation('file', `file: the CSV has more than ${MAX_IMPORT_ROWS} rows; split it into smaller files.`);
@@ -113,7 +122,17 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
         if (lines.cuts > found && record.some((cell) => cell.includes(CUT_MARK))) {
           found++;
           yield { line, values: [], oversized: true };
-        } else yield { line, values: record };
+          continue;
+        }
+        if (quotes.marked > foundQuotes) {
+          const bad = record.findIndex((cell) => cell.includes(QUOTE_MARK));
+          if (bad !== -1) {
+            foundQuotes++;
+            yield { line, values: [], badQuote: header[bad] || `column ${bad + 1}` };
+            continue;
+          }
+        }
+        yield { line, values: record };
       }
     } finally {
       close();
@@ -129,7 +148,8 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
  */
 export function csvOptions(delimiter: string): Options {
   return {
-    delimiter, bom: true, skip_empty_lines: false, relax_column_count: true, relax_quotes: true, trim: false,
+    // trim: whitespace around a quoted cell is dropped (a hand-aligned export's); QuoteGuard has made any other text after a closing quote a marked cell.
+    delimiter, bom: true, skip_empty_lines: false, relax_column_count: true, relax_quotes: true, trim: true,
     // A line is cut at MAX_RECORD_BYTES before the parser sees it; this stops a quoted cell whose lines together pass it.
     max_record_size: MAX_RECORD_BYTES + CUT_MARK.length,
   };
@@ -162,6 +182,153 @@ async function* limited(source: ByteSource, lines: LineGuard, seen: (bytes: numb
     seen(total);
     if (total > MAX_IMPORT_BYTES) throw new TooLarge();
     yield lines.pass(buffer);
+  }
+}
+
+/** Line breaks within a record's cells (CRLF counted once): the record's lines but its first. */
+function lineBreaks(record: string[]): number {
+  let breaks = 0;
+  for (const cell of record) {
+    if (cell.indexOf('\n') === -1 && cell.indexOf('\r') === -1) continue;
+    for (let i = 0; i < cell.length; i++) {
+      const c = cell.charCodeAt(i);
+      if (c === 10 || (c === 13 && cell.charCodeAt(i + 1) !== 10)) breaks++;
+    }
+  }
+  return breaks;
+}
+
+/** Marks a cell whose closing quote is followed by other text, so the row reader reports it: text no spreadsheet writes. */
+const QUOTE_MARK = '\u0000\uFFFEquoting:after-quote\u0000';
+const QUOTE_MARK_BYTES = Buffer.from(QUOTE_MARK);
+
+const QUOTE = 34;
+const CR = 13;
+const LF = 10;
+const enum Cell {
+  /** Nothing but whitespace since the cell began. */
+  Start,
+  Unquoted,
+  Quoted,
+  /** A quote inside a quoted cell: an escaped quote if another follows, else the cell's end. */
+  QuoteSeen,
+  /** Whitespace after a closing quote. */
+  Closed,
+  /** Text after a closing quote, up to the cell's end: passed inside the cell's quotes, after QUOTE_MARK. */
+  BadTail,
+}
+
+/**
+ * Passes bytes through to csv-parse unchanged, except for a quoted cell whose closing quote is followed by text other
+ * than whitespace: csv-parse would fail the whole file there (or, relaxed, keep the quotes in the value). The cell is
+ * passed on still quoted, its closing quote escaped, QUOTE_MARK before the rest of it, and closed at its end; the row
+ * reader turns the mark into a row error naming the line. Whitespace after a closing quote csv-parse drops (trim).
+ * A quote opens a quoted cell only as the cell's first character but whitespace, as csv-parse reads it (relax_quotes).
+ */
+class QuoteGuard {
+  /** Cells marked so far. */
+  marked = 0;
+  private state = Cell.Start;
+  /** The closing quote and whitespace after it, held until what follows decides. */
+  private held: number[] = [];
+  private readonly delimiter: number;
+  private begun = false;
+
+  constructor(delimiter: string) {
+    this.delimiter = delimiter.charCodeAt(0);
+  }
+
+  pass(chunk: Buffer): Buffer {
+    const pieces: Buffer[] = [];
+    /** Where the bytes not yet added to `pieces` begin. */
+    let from = 0;
+    const delimiter = this.delimiter;
+    const space = (b: number) => b === 32 || b === 12 || (b === 9 && delimiter !== 9);
+    let i = 0;
+    if (!this.begun && chunk.length > 0) {
+      this.begun = true;
+      // A UTF-8 BOM is not part of the first cell (csv-parse drops it).
+      if (chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf) i = 3;
+    }
+    for (; i < chunk.length; i++) {
+      const b = chunk[i];
+      switch (this.state) {
+        case Cell.Start:
+        case Cell.Unquoted: {
+          // Only quotes matter here: one opens a cell if nothing but whitespace stands between it and the cell's start.
+          const quote = chunk.indexOf(QUOTE, i);
+          const end = quote === -1 ? chunk.length : quote;
+          let j = end - 1;
+          while (j >= i && space(chunk[j])) j--;
+          const atStart = j < i ? this.state === Cell.Start : chunk[j] === delimiter || chunk[j] === CR || chunk[j] === LF;
+          if (quote === -1) {
+            this.state = atStart ? Cell.Start : Cell.Unquoted;
+            i = chunk.length;
+          } else {
+            this.state = atStart ? Cell.Quoted : Cell.Unquoted;
+            i = quote;
+          }
+          break;
+        }
+        case Cell.Quoted: {
+          const quote = chunk.indexOf(QUOTE, i);
+          if (quote === -1) {
+            i = chunk.length;
+            break;
+          }
+          i = quote;
+          pieces.push(chunk.subarray(from, i));
+          from = i + 1;
+          this.held = [QUOTE];
+          this.state = Cell.QuoteSeen;
+          break;
+        }
+        case Cell.QuoteSeen:
+        case Cell.Closed:
+          if (b === QUOTE && this.state === Cell.QuoteSeen) {
+            pieces.push(Buffer.from([QUOTE, QUOTE]));
+            this.held = [];
+            this.state = Cell.Quoted;
+          } else if (space(b)) {
+            this.held.push(b);
+            this.state = Cell.Closed;
+          } else if (b === delimiter || b === CR || b === LF) {
+            pieces.push(Buffer.from(this.held));
+            this.held = [];
+            this.state = Cell.Start;
+            from = i;
+            continue;
+          } else {
+            // Text after the closing quote: the quote escaped, the cell kept open, the mark before the rest.
+            pieces.push(Buffer.from([QUOTE, ...this.held]), QUOTE_MARK_BYTES);
+            this.held = [];
+            this.marked++;
+            this.state = Cell.BadTail;
+            i--;
+          }
+          from = i + 1;
+          break;
+        case Cell.BadTail:
+          if (b === QUOTE) {
+            pieces.push(chunk.subarray(from, i + 1), Buffer.from([QUOTE]));
+            from = i + 1;
+          } else if (b === delimiter || b === CR || b === LF) {
+            pieces.push(chunk.subarray(from, i), Buffer.from([QUOTE]));
+            from = i;
+            this.state = Cell.Start;
+          }
+          break;
+      }
+    }
+    if (from === 0 && pieces.length === 0) return chunk;
+    if (from < chunk.length) pieces.push(chunk.subarray(from));
+    return Buffer.concat(pieces);
+  }
+
+  /** What is held at the end of the file. */
+  finish(): Buffer {
+    if (this.state === Cell.BadTail) return Buffer.from([QUOTE]);
+    return Buffer.from(this.held);
   }
 }
 

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { Validation } from '../errors.js';
@@ -6,6 +7,7 @@ import {
   catalogueHeld, productsBySku, touchProducts, upsertProducts, upsertVariants, variantsBySku,
   type ProductValues, type StoredProduct, type StoredVariant, type VariantValues,
 } from '../products/service.js';
+import { SKU_MAX } from '../schema/input.js';
 import { inputIssues } from '../schema/parse.js';
 import type { CsvRow } from './csv.js';
 import { columnIndex } from './csv.js';
@@ -18,6 +20,8 @@ interface Mapped {
   /** Present when the row may define its product (every generic row; Shopify rows with a Title). */
   product?: Record<string, string | undefined>;
   variant: Record<string, unknown>;
+  /** Set when the variant SKU was not in the file but made from it (Shopify: handle and option values). */
+  generatedSku?: true;
 }
 
 interface Format {
@@ -121,12 +125,12 @@ function shopifyFormat(header: string[]): Format {
       });
       const variant: Record<string, unknown> = {
         product_sku: handle,
-        variant_sku: sku || [handle, ...shown].join('-'),
+        variant_sku: sku || generatedSku([handle, ...shown]),
         variant_name: shown.join(' / '),
         attributes,
       };
       if (present.has('price')) variant.price = price;
-      let mapped: Mapped = { product_sku: handle, variant };
+      let mapped: Mapped = { product_sku: handle, variant, ...(sku ? {} : { generatedSku: true as const }) };
       if (title) {
         const status = index.has('status') ? cell(values, 'status').toLowerCase() : published(cell(values, 'published'));
         mapped = {
@@ -137,6 +141,18 @@ function shopifyFormat(header: string[]): Format {
       return mapped;
     },
   };
+}
+
+/**
+ * A variant SKU made from the handle and option values: joined by "-", every run of spaces or control characters
+ * a "-", and cut to fit with a short hash of the whole standing in for the cut tail, so the same row always
+ * makes the same SKU and two long ones that differ only at their ends stay apart.
+ */
+export function generatedSku(parts: string[]): string {
+  const whole = parts.join('-').replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, '-');
+  if (whole.length <= SKU_MAX) return whole;
+  const hash = crypto.createHash('sha256').update(whole).digest('hex').slice(0, 10);
+  return `${whole.slice(0, SKU_MAX - hash.length - 1)}-${hash}`;
 }
 
 function published(value: string): string {
@@ -161,6 +177,12 @@ interface Candidate {
 export function productImporter(header: string[]): Importer {
   const format = isShopifyHeader(header) ? shopifyFormat(header) : genericFormat(header);
   const products = new Map<string, ProductState>();
+  /** The first line of each product not (yet) imported whose row failed: its later rows name it. */
+  const failedFirst = new Map<string, number>();
+  const failedAt = (productSku: string, line: number) => {
+    const earlier = failedFirst.get(productSku);
+    if (earlier === undefined || line < earlier) failedFirst.set(productSku, line);
+  };
   /** Variant SKUs already taken by an earlier row of this file. */
   const seen = new Map<string, number>();
   /** Whether the workspace held any products and any variants when the import began (read by the first write). */
@@ -184,7 +206,12 @@ export function productImporter(header: string[]): Importer {
         const checked = inputIssues(variantRow, mapped.variant);
         if (!checked.ok) {
           outcome.failed++;
-          for (const issue of checked.issues) outcome.fail(row.line, issue.field, issue.message);
+          if (products.get(mapped.product_sku)?.id === undefined) failedAt(mapped.product_sku, row.line);
+          for (const issue of checked.issues) {
+            const generated = issue.field === 'variant_sku' && mapped.generatedSku;
+            const shown = ` (the SKU made from the handle and option values: "${String(mapped.variant.variant_sku)}").`;
+            outcome.fail(row.line, issue.field, generated ? issue.message.replace(/\.$/, '') + shown : issue.message);
+          }
           continue;
         }
         candidates.push({ line: row.line, variant: checked.data, product: mapped.product });
@@ -211,13 +238,16 @@ export function productImporter(header: string[]): Importer {
     for (const candidate of candidates) {
       const { variant } = candidate;
       const earlier = seen.get(variant.variant_sku);
+      const undefinedProduct = products.get(variant.product_sku)?.id === undefined && !definedHere.has(variant.product_sku);
       if (earlier !== undefined) {
+        if (undefinedProduct) failedAt(variant.product_sku, candidate.line);
         report.failed++;
         fail(candidate.line, 'variant_sku', `variant_sku: SKU "${variant.variant_sku}" is already on line ${earlier} of this file.`);
         continue;
       }
       const existing = stored.get(variant.variant_sku);
       if (existing && existing.product_sku !== variant.product_sku) {
+        if (undefinedProduct) failedAt(variant.product_sku, candidate.line);
         report.failed++;
         fail(candidate.line, 'variant_sku', `variant_sku: SKU "${variant.variant_sku}" is already used by a variant of another product (${existing.product_sku}).`);
         continue;
@@ -228,6 +258,13 @@ export function productImporter(header: string[]): Importer {
         const checked = inputIssues(productRow, candidate.product ?? { name: '' });
         if (!checked.ok) {
           report.failed++;
+          const first = failedFirst.get(variant.product_sku);
+          if (first !== undefined && first < candidate.line) {
+            // An earlier row of this product failed; this row's product columns are not what went wrong.
+            fail(candidate.line, 'product_sku', `product ${variant.product_sku} was not imported: its first row (line ${first}) failed.`);
+            continue;
+          }
+          failedAt(variant.product_sku, candidate.line);
           for (const issue of checked.issues) {
             fail(candidate.line, issue.field, candidate.product ? issue.message : `name: the first row of product ${variant.product_sku} must give its name (Title).`);
           }

@@ -1,7 +1,9 @@
 import { z } from 'zod';
-import { booleanInput, currencyInput, emailInput, idInput, instantInput, moneyInput, optionalText, requiredText } from '../schema/input.js';
-import { attributesInput, productStatuses, productTypes, skuInput } from '../products/schema.js';
-import { itemInput, orderStatuses } from '../orders/schema.js';
+import { booleanInput, currencyInput, emailInput, idInput, instantInput } from '../schema/input.js';
+import { productFields, productNameInput, productStatuses, productTypes, skuInput, variantFields } from '../products/schema.js';
+import { externalOrderBody, itemInput, orderStatuses } from '../orders/schema.js';
+
+// Every text field is the API's own piece (its length and its single-line rule), so the import and the API cannot drift.
 
 /** An empty cell of an enum column means "not given": the default for a new record, the stored value for an existing one. */
 const emptyIsUnset = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : typeof value === 'string' ? value.trim() : value);
@@ -10,38 +12,30 @@ const emptyIsUnset = (value: unknown) => (typeof value === 'string' && value.tri
 export const variantRow = z.object({
   product_sku: skuInput,
   variant_sku: skuInput,
-  variant_name: optionalText(200),
-  price: moneyInput.optional(),
-  attributes: attributesInput.optional(),
+  variant_name: variantFields.name,
+  price: variantFields.price,
+  attributes: variantFields.attributes,
 });
 export type VariantRow = z.output<typeof variantRow>;
 
 /** The product half, read from the first row of each product SKU. */
 export const productRow = z.object({
-  name: requiredText(200),
+  name: productNameInput,
   type: z.preprocess(emptyIsUnset, z.enum(productTypes, { error: `must be one of ${productTypes.join(', ')}` }).optional()),
   status: z.preprocess(emptyIsUnset, z.enum(productStatuses, { error: `must be one of ${productStatuses.join(', ')}` }).optional()),
-  brand: optionalText(200),
-  category: optionalText(200),
-  description: optionalText(10_000),
+  ...productFields,
 });
 export type ProductRow = z.output<typeof productRow>;
 
 /** One order item row; the order's own columns are read from its first row. */
 export const orderRow = itemInput.extend({
-  order_number: optionalText(100),
-  external_id: optionalText(200),
-  external_source: z.preprocess(
-    emptyIsUnset,
-    requiredText(100)
-      .refine((v) => v !== 'quote', 'the source "quote" is reserved for orders converted from quotes')
-      .optional()
-      .default('import'),
-  ),
+  order_number: externalOrderBody.shape.order_number,
+  external_id: z.preprocess(emptyIsUnset, externalOrderBody.shape.external_id.optional()),
+  external_source: z.preprocess(emptyIsUnset, externalOrderBody.shape.external_source.removeDefault().optional().default('import')),
   status: z.preprocess(emptyIsUnset, z.enum(orderStatuses, { error: `must be one of ${orderStatuses.join(', ')}` }).optional()),
   currency: z.preprocess(emptyIsUnset, currencyInput.optional()),
   customer_email: z.preprocess(emptyIsUnset, emailInput.optional()),
-  customer_name: optionalText(200),
+  customer_name: externalOrderBody.shape.customer.unwrap().shape.name,
   channel_id: z.preprocess(emptyIsUnset, idInput.optional()),
   placed_at: instantInput.optional(),
 });

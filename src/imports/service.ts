@@ -166,6 +166,13 @@ async function importSpooled(
               report.errors.push({ row: row.line, field: 'row', message: `row: line ${row.line} is longer than ${MAX_RECORD_BYTES / 1024 / 1024} MB and was not read.` });
               continue;
             }
+            if (row.badQuote !== undefined) {
+              report.rows++;
+              report.failed++;
+              const message = `${row.badQuote}: text follows the closing quote of the cell on line ${row.line}; quote the whole cell and double each quote inside it ("").`;
+              report.errors.push({ row: row.line, field: row.badQuote, message });
+              continue;
+            }
             batch.push(row);
             if (batch.length < batchRows) continue;
             const write = importer.prepare(batch, false);

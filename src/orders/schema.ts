@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { currencyInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, instantInput, moneyInput, optionalLine, optionalText, quantityInput, requiredText } from '../schema/input.js';
+import { currencyInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, instantInput, moneyInput, optionalLine, optionalText, quantityInput, requiredText, SKU_MAX } from '../schema/input.js';
 import { currency, id, money, quantity, timestamp } from '../schema/output.js';
 
 export const orderStatuses = ['pending', 'paid', 'fulfilled', 'cancelled', 'refunded'] as const;
 
 
 export const itemInput = z.object({
-  sku: optionalLine(100),
+  sku: optionalLine(SKU_MAX),
   description: optionalText(2000),
   quantity: quantityInput.refine((v) => v !== null, 'is required').optional().default('1'),
   price: moneyInput.refine((v) => v !== null, 'is required'),

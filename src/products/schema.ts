@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { enumFilter, filterInput, moneyInput, optionalLine, optionalText, requiredText, storableJson } from '../schema/input.js';
+import { enumFilter, filterInput, moneyInput, optionalLine, optionalText, requiredText, SKU_MAX, storableJson } from '../schema/input.js';
 import { id, money, timestamp } from '../schema/output.js';
 
 export const productTypes = ['physical', 'digital', 'service'] as const;
@@ -13,9 +13,13 @@ export const attributesInput = z
   .refine((v) => JSON.stringify(v).length <= 10_000, 'must be at most 10000 characters as JSON');
 
 /** SKUs are trimmed and compared exactly (case-sensitive). */
-export const skuInput = requiredText(100);
+export const skuInput = requiredText(SKU_MAX);
 
-const variantFields = {
+/** A product's name. */
+export const productNameInput = requiredText(200);
+
+/** A variant's own fields, as the API and the import (src/imports/schema.ts) both take them. */
+export const variantFields = {
   name: optionalLine(200),
   price: moneyInput.optional(),
   attributes: attributesInput.optional(),
@@ -26,7 +30,8 @@ export const updateVariantBody = z.object({ sku: skuInput.optional(), ...variant
 export type VariantInput = z.output<typeof createVariantBody>;
 export type VariantChanges = z.output<typeof updateVariantBody>;
 
-const productFields = {
+/** A product's optional fields, as the API and the import both take them. */
+export const productFields = {
   brand: optionalLine(200),
   category: optionalLine(200),
   description: optionalText(10_000),
@@ -35,7 +40,7 @@ const productFields = {
 export const createProductBody = z
   .object({
     sku: skuInput,
-    name: requiredText(200),
+    name: productNameInput,
     type: z.enum(productTypes).default('physical'),
     status: z.enum(productStatuses).default('active'),
     ...productFields,
@@ -54,7 +59,7 @@ export type ProductInput = z.output<typeof createProductBody>;
 
 export const updateProductBody = z.object({
   sku: skuInput.optional(),
-  name: requiredText(200).optional(),
+  name: productNameInput.optional(),
   type: z.enum(productTypes).optional(),
   status: z.enum(productStatuses).optional(),
   ...productFields,

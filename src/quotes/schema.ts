@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { booleanInput, currencyInput, dateInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, moneyInput, optionalLine, optionalText, percentInput, quantityInput } from '../schema/input.js';
+import { booleanInput, currencyInput, dateInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, moneyInput, optionalLine, optionalText, percentInput, quantityInput, SKU_MAX } from '../schema/input.js';
 import { calendarDate, currency, id, money, quantity, timestamp } from '../schema/output.js';
 
 export const quoteStatuses = ['draft', 'sent', 'accepted', 'declined', 'cancelled', 'paid'] as const;
 export type QuoteStatus = (typeof quoteStatuses)[number];
 
 export const lineInput = z.object({
-  sku: optionalLine(100),
+  sku: optionalLine(SKU_MAX),
   description: optionalText(2000),
   quantity: quantityInput.refine((v) => v !== null, 'is required').optional().default('1'),
   price: moneyInput.optional(),
@@ -14,7 +14,7 @@ export const lineInput = z.object({
 export type LineInput = z.output<typeof lineInput>;
 
 export const lineChanges = z.object({
-  sku: optionalLine(100),
+  sku: optionalLine(SKU_MAX),
   description: optionalText(2000),
   quantity: quantityInput.refine((v) => v !== null, 'must not be empty').optional(),
   price: moneyInput.refine((v) => v !== null, 'must not be empty').optional(),

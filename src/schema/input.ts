@@ -39,6 +39,9 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const singleLine = (v: string | null | undefined) => v == null || !CONTROL.test(v);
 const singleLineMessage = 'must be a single line without control characters (no line breaks or tabs)';
 
+/** Product and variant SKUs, and the SKUs that name them elsewhere, hold up to this many characters (as Shopify's handles and SKUs). */
+export const SKU_MAX = 255;
+
 /** Optional free text, line breaks allowed (notes, descriptions): trimmed, at most `max` characters; an empty string or null clears the field. */
 export const optionalText = (max: number) =>
   z

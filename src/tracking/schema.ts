@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emailInput, idInput, instantInput, optionalText, requiredText, storableJson } from '../schema/input.js';
+import { emailInput, idInput, instantInput, optionalText, requiredText, SKU_MAX, storableJson } from '../schema/input.js';
 import { id, timestamp } from '../schema/output.js';
 
 export const eventTypes = ['page_view', 'product_view', 'add_to_cart', 'search', 'custom'] as const;
@@ -25,7 +25,7 @@ export const trackEventBody = z.object({
   url: optionalText(2048),
   title: optionalText(512),
   referrer: optionalText(2048),
-  sku: optionalText(100).describe('A product or variant SKU; both resolve to the product'),
+  sku: optionalText(SKU_MAX).describe('A product or variant SKU; both resolve to the product'),
   category: optionalText(200),
   properties: propertiesInput.describe('Free-form JSON object, at most 4096 bytes'),
   occurred_at: instantInput.optional().describe('When it happened in the browser; defaults to the time of receipt'),

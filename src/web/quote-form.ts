@@ -9,6 +9,7 @@ import { Conflict, HttpError, NotFound, Validation } from '../errors.js';
 import type { AppDeps } from '../http/deps.js';
 import type { Principal } from '../http/principal.js';
 import { amountText } from '../money.js';
+import { SKU_MAX } from '../schema/input.js';
 import { inputIssues } from '../schema/parse.js';
 import { html, type Html, type Markup } from '../templates.js';
 import { channelsAllowed } from '../channels/service.js';
@@ -196,7 +197,7 @@ function lineRow(line: LineRow, index: number, count: number, errors: FieldError
   };
   const rowError = errors[`lines.${index}`] ?? errors[`lines.${index}.id`];
   return html`<tr class="line-row">
-  ${cell('sku', 'SKU', html` autocomplete="off" maxlength="100"`)}
+  ${cell('sku', 'SKU', html` autocomplete="off" maxlength="${SKU_MAX}"`)}
   ${cell('description', 'Description', html` maxlength="2000"`)}
   ${cell('quantity', 'Quantity', html` inputmode="decimal" class="num"`)}
   ${cell('price', 'Price', html` inputmode="decimal" class="num" placeholder="From catalogue"`)}
@@ -323,7 +324,7 @@ function notDraftPage(auth: Principal, quote: QuoteJson, message: string): Html 
 const customerQuery = z.object({ q: z.string().max(200).optional().catch(undefined), customer_id: z.string().max(20).optional().catch(undefined) });
 
 const startQuery = z.object({ customer_id: z.string().regex(/^\d{1,9}$/).optional().catch(undefined) });
-const skuQuery = z.object({ sku: z.string().trim().max(100).optional().catch(undefined) });
+const skuQuery = z.object({ sku: z.string().trim().max(SKU_MAX).optional().catch(undefined) });
 
 /** How many of a search's matches the form offers. */
 const MATCHES = 10;
