@@ -32,7 +32,8 @@ export const usingPooler = usingPostgres && process.env.TEST_POOLER === 'transac
 let pooler: Promise<Pgbouncer> | undefined;
 /** This test process's PgBouncer (TEST_POOLER), started on first use. */
 export function testPooler(): Promise<Pgbouncer> {
-  pooler ??= startPgbouncer(process.env.TEST_DATABASE_URL!);
+  // Test files run many processes and pools at once: a pool that large checks the transaction mode, not pool limits.
+  pooler ??= startPgbouncer(process.env.TEST_DATABASE_URL!, { poolSize: 50 });
   return pooler;
 }
 

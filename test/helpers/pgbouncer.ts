@@ -62,6 +62,9 @@ export async function startPgbouncer(databaseUrl: string, options: { poolSize?: 
   const child: ChildProcess = spawn(pgbouncerBinary, [path.join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+  // It keeps no test process alive: it is stopped when the process exits, if not before.
+  child.unref();
+  (child.stderr as unknown as { unref(): void }).unref();
   const kill = () => child.kill('SIGINT');
   process.once('exit', kill);
   const through = (url: string) => {
