@@ -41,6 +41,14 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
     if (value === undefined) delete env[key];
     else env[key] = value;
   }
+  // And LISTEN goes to PostgreSQL itself, as README's Scaling recommends (test/cli/pooler.test.ts runs without it).
+  if (usingPooler && env.DATABASE_URL && !('DATABASE_LISTEN_URL' in extra)) {
+    const direct = new URL(env.DATABASE_URL);
+    const base = new URL(process.env.TEST_DATABASE_URL!);
+    direct.hostname = base.hostname;
+    direct.port = base.port;
+    env.DATABASE_LISTEN_URL = direct.toString();
+  }
   return env;
 }
 

@@ -91,6 +91,7 @@ export async function startPgbouncer(databaseUrl: string, options: { poolSize?: 
       process.removeListener('exit', kill);
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.ref(); // waited for now
         kill();
         await exited;
       }
