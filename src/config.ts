@@ -42,6 +42,13 @@ export const configSchema = z.object({
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   APP_URL: url('an absolute URL such as https://quotes.example.com', ['http:', 'https:']).optional(),
   DATABASE_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db', ['postgres:', 'postgresql:']).optional().or(z.literal('').transform(() => undefined)),
+  /**
+   * `transaction`: DATABASE_URL goes through a transaction-mode pooler (PgBouncer, a managed service's pooler port):
+   * no named prepared statement and no session state outlives a transaction (see "Scaling" in README.md).
+   */
+  DATABASE_POOLER: z.enum(['transaction', 'none'], { error: 'expects transaction (DATABASE_URL is a transaction-mode pooler) or none' }).optional(),
+  /** A direct connection (not through the pooler) for LISTEN, when DATABASE_POOLER=transaction; without it, polling. */
+  DATABASE_LISTEN_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db', ['postgres:', 'postgresql:']).optional().or(z.literal('').transform(() => undefined)),
   DATA_DIR: z.string().trim().min(1).default(defaultDataDir),
   /** Unset: each command's own default (serve 10, worker --watch 6, others 2: withDatabase in src/cli/context.ts). */
   DATABASE_POOL_MAX: z.coerce.number({ error: 'expects a whole number from 1 to 1000' }).int({ error: 'expects a whole number from 1 to 1000' }).min(1, { error: 'expects a whole number from 1 to 1000' }).max(1000, { error: 'expects a whole number from 1 to 1000' }).optional(),
@@ -109,7 +116,7 @@ export class ConfigError extends Error {
 }
 
 /** Variables whose value may hold a password or a credential: never echoed in an error. */
-const secretVariables = new Set(['DATABASE_URL', 'SMTP_URL', 'MIGRATE_TOKEN', 'METRICS_TOKEN', 'ADMIN_API_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']);
+const secretVariables = new Set(['DATABASE_URL', 'DATABASE_LISTEN_URL', 'SMTP_URL', 'MIGRATE_TOKEN', 'METRICS_TOKEN', 'ADMIN_API_KEY', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']);
 
 /**
  * Parses the environment; bad values throw one line naming every invalid variable and what it

@@ -94,6 +94,17 @@ export class SessionCache {
   }
 }
 
+/**
+ * How long a resolved session is served from cache without reading the database again, at most. Where other
+ * processes' changes cannot be heard (behind a transaction pooler without DATABASE_LISTEN_URL), every cached entry is
+ * re-read once this old: a logout or key rotation made elsewhere takes effect here within that bound.
+ */
+export const UNHEARD_SESSION_CACHE_SECONDS = 5;
+
+export function sessionCacheSeconds(config: { SESSION_CACHE_SECONDS: number }, database: Pick<Database, 'hears'>): number {
+  return database.hears ? config.SESSION_CACHE_SECONDS : Math.min(config.SESSION_CACHE_SECONDS, UNHEARD_SESSION_CACHE_SECONDS);
+}
+
 /** Evicts what this process's own changes make stale, as they commit; returns the way to stop. */
 export function followOwnAuthChanges(cache: SessionCache): () => void {
   return hearAuthChanges((scope) => cache.evict(scope));
@@ -105,6 +116,8 @@ export function followOwnAuthChanges(cache: SessionCache): () => void {
  */
 export function listenForAuthChanges(database: Database, cache: SessionCache): () => Promise<void> {
   const stopFollowing = followOwnAuthChanges(cache);
+  // Nothing to hear: the cache's shorter lifetime (sessionCacheSeconds) is the bound instead.
+  if (!database.hears) return async () => stopFollowing();
   const stopListening = database.listen(
     AUTH_CHANNEL,
     (payload) => {

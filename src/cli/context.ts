@@ -116,7 +116,15 @@ export async function withDatabase<T>(
     );
   }
   const poolMax = config.DATABASE_POOL_MAX ?? options.pool?.poolMax ?? 2;
-  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, ...options.pool, poolMax, keepDirMode: options.keepDirMode });
+  const database = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: config.DATA_DIR,
+    ...options.pool,
+    poolMax,
+    pooler: config.DATABASE_POOLER,
+    listenUrl: config.DATABASE_LISTEN_URL,
+    keepDirMode: options.keepDirMode,
+  });
   try {
     if (options.needsSchema) await ensureSchema(database, false);
     return await fn(database);

@@ -53,7 +53,8 @@ export async function doctorCommand(opts: Record<string, unknown>, io: CommandIo
 async function withReachableDatabase(config: Config, run: (access: DatabaseAccess) => Promise<Result[]>): Promise<Result[]> {
   let results: Result[] | undefined;
   try {
-    await withDatabase(config, async (database) => {
+    // A transaction pooler without DATABASE_POOLER would stop the open: the pooler check reports it instead.
+    await withDatabase({ ...config, DATABASE_POOLER: config.DATABASE_POOLER ?? 'none' }, async (database) => {
       let access: DatabaseAccess;
       try {
         const { pending } = await migrationStatus(database.knex);

@@ -5,6 +5,7 @@ import { log } from '../log.js';
 import { controlSocketPath } from './control-socket.js';
 import { makeDataDirPrivate, privateUmask, tightenModes } from './data-dir.js';
 import { PgliteThread, startPgliteThread } from './pglite-thread.js';
+import { detectTransactionPooler, PoolerMismatch } from './pooler.js';
 import { guardTenancy } from './tenancy.js';
 
 export type Db = Knex | Knex.Transaction;
@@ -17,6 +18,11 @@ export interface Database {
    * `onState(false)` says notifications may be missed until `onState(true)`; returns the way to stop.
    */
   listen(channel: string, onMessage: (payload: string) => void, onState?: (up: boolean) => void): () => Promise<void>;
+  /**
+   * Whether `listen` hears other processes. Not behind a transaction pooler without DATABASE_LISTEN_URL: LISTEN
+   * needs a session of its own, which such a pooler does not give; `listen` then does nothing and callers poll.
+   */
+  hears: boolean;
   /** The embedded database only: a consistent copy of its data directory (a gzipped tar), taken between queries. */
   dumpDataDir?: () => Promise<Blob>;
   close(): Promise<void>;
@@ -48,6 +54,13 @@ export interface PostgresOptions {
    * the delivery worker's (see src/webhooks/worker.ts).
    */
   asyncCommit?: boolean;
+  /**
+   * `transaction`: the URL is a transaction-mode pooler (DATABASE_POOLER). Statements are sent unnamed (prepared.ts),
+   * no session setting is made (asyncCommit is dropped), and LISTEN goes to `listenUrl` or nowhere.
+   */
+  pooler?: 'transaction' | 'none';
+  /** A direct connection for LISTEN (DATABASE_LISTEN_URL); only read with `pooler`. */
+  listenUrl?: string;
 }
 
 export interface EmbeddedOptions {
@@ -56,21 +69,35 @@ export interface EmbeddedOptions {
 }
 
 /** PostgreSQL when a URL is given, otherwise the embedded PGlite in `dataDir`. */
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string } & PostgresOptions & EmbeddedOptions): Promise<Database> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
+export async function openDatabase(
+  options: { databaseUrl?: string; dataDir: string } & PostgresOptions & EmbeddedOptions,
+): Promise<Database> {
+  if (options.databaseUrl) {
+    // DATABASE_POOLER unset (`none` says there is no pooler): a transaction pooler would break named statements and LISTEN.
+    if (options.pooler === undefined) {
+      const evidence = await detectTransactionPooler(options.databaseUrl).catch(() => null); // unreachable: opening says so
+      if (evidence) throw new PoolerMismatch(evidence);
+    }
+    return openPostgres(options.databaseUrl, options);
+  }
   return openEmbedded(options.dataDir, options);
 }
 
 /** `options` as a number is the pool size alone (the tests' and benchmarks' short form). */
 export function openPostgres(connectionString: string, options: PostgresOptions | number = {}): Database {
-  const { poolMax = 10, asyncCommit = false } = typeof options === 'number' ? { poolMax: options } : options;
+  const { poolMax = 10, asyncCommit = false, pooler, listenUrl } = typeof options === 'number' ? { poolMax: options } : options;
+  const pooled = pooler === 'transaction';
+  const listenTo = pooled ? listenUrl : connectionString;
   const knex = knexFactory({
     client: 'pg',
     connection: { connectionString, application_name: 'quoting' },
+    // Read by usesTransactionPooler (knex keeps its config on the client, transactions' clients included).
+    ...({ quotingPooler: pooled ? 'transaction' : undefined } as object),
     pool: {
       min: 0,
       max: poolMax,
-      ...(asyncCommit
+      // A session setting would stay on the server connection for whichever client the pooler hands it to next.
+      ...(asyncCommit && !pooled
         ? {
             afterCreate: (connection: import('pg').Client, done: (err: Error | null, connection: import('pg').Client) => void) =>
               void connection.query('set synchronous_commit = off').then(() => done(null, connection), (err: Error) => done(err, connection)),
@@ -81,7 +108,18 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     log: knexLog,
   });
   guardTenancy(knex);
-  return { knex, kind: 'postgres', listen: (channel, onMessage, onState) => listenPostgres(connectionString, channel, onMessage, onState), close: () => knex.destroy() };
+  return {
+    knex,
+    kind: 'postgres',
+    hears: listenTo !== undefined,
+    listen: (channel, onMessage, onState) => (listenTo === undefined ? async () => {} : listenPostgres(listenTo, channel, onMessage, onState)),
+    close: () => knex.destroy(),
+  };
+}
+
+/** Whether `db` goes through a transaction-mode pooler (DATABASE_POOLER=transaction): nothing may outlive a transaction. */
+export function usesTransactionPooler(db: Db): boolean {
+  return (db.client as { config: { quotingPooler?: string } }).config.quotingPooler === 'transaction';
 }
 
 /** A dedicated connection that LISTENs, reconnecting after a second when it drops. */
@@ -158,6 +196,7 @@ export async function openPglite(pglite: ClosablePglite, onClose: () => void = (
   return {
     knex,
     kind: 'pglite',
+    hears: true,
     listen: (channel, onMessage, onState = () => {}) => {
       const stop = pglite.listen(channel, onMessage).then((unlisten) => (onState(true), unlisten));
       return async () => {

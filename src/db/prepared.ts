@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { Db } from './database.js';
+import { usesTransactionPooler, type Db } from './database.js';
+import { PoolerMismatch } from './pooler.js';
 import { assertTenancy } from './tenancy.js';
 
 /** Values of a prepared statement: by the names its text uses (`:name`), or in the order of its `?`, as knex's bindings. */
@@ -16,21 +17,37 @@ export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];
  *
  * `sql` takes its values as knex's raw bindings do: `:name` with an object, `?` with an array. knex itself turns
  * them into `$n` once (on the first call), so the text means exactly what it means to knex.
+ *
+ * Behind a transaction pooler (DATABASE_POOLER=transaction) it is sent unnamed: a named statement would live on a
+ * server connection the pooler hands to other clients. Without the setting, the errors such a pooler causes
+ * ("already exists", "does not exist") are thrown as PoolerMismatch, which names the setting.
  */
 export function preparedQuery<Row>(name: string, sql: string): (db: Db, values: PreparedValues) => Promise<Row[]> {
   let compiled: { text: string; order: (string | number)[] } | undefined;
   return async (db, values) => {
     const client = db.client as PgClient;
-    if (client.config.client !== 'pg' || db.isTransaction) return (await db.raw(sql, values as Knex.RawBinding).options({ name })).rows;
+    if (client.config.client !== 'pg') return (await db.raw(sql, values as Knex.RawBinding).options({ name })).rows;
+    if (usesTransactionPooler(db)) return (await db.raw(sql, values as Knex.RawBinding)).rows;
+    if (db.isTransaction) return (await db.raw(sql, values as Knex.RawBinding).options({ name }).catch(poolerMismatch(name))).rows;
     compiled ??= compile(db, sql, values);
     // The pool's own acquire and release: a connection that broke is marked by knex and not handed out again.
     const connection = await client.acquireConnection();
     try {
       const ordered = compiled.order.map((key) => (values as Record<string | number, Knex.Value>)[key]);
-      return (await connection.query({ name, text: compiled.text, values: ordered })).rows as Row[];
+      return (await connection.query({ name, text: compiled.text, values: ordered }).catch(poolerMismatch(name))).rows as Row[];
     } finally {
       await client.releaseConnection(connection);
     }
+  };
+}
+
+/** A named statement's error that only a transaction pooler causes, rethrown as PoolerMismatch; any other as it was. */
+function poolerMismatch(name: string) {
+  return (err: unknown): never => {
+    const code = (err as { code?: string }).code;
+    // 42P05 duplicate_prepared_statement, 26000 invalid_sql_statement_name: of our own names, never otherwise.
+    if ((code === '42P05' || code === '26000') && String((err as Error).message).includes(name)) throw new PoolerMismatch(`prepared statement "${name}" ${code === '42P05' ? 'already exists' : 'does not exist'} on the server connection`);
+    throw err;
   };
 }
 

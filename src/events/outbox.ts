@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
 import { preparedQuery } from '../db/prepared.js';
-import { errorFields, log } from '../log.js';
 import type { Access } from '../access.js';
 
 export const eventTypes = [
@@ -33,15 +32,15 @@ export function eventId(): string {
 export const WEBHOOK_CHANNEL = 'quoting_webhooks';
 
 /**
- * Writes an event to the outbox inside the caller's transaction, under a savepoint: it commits with
- * the change, and a failure here is logged and swallowed so the operation itself still succeeds.
- * `data` is shaped exactly as the JSON API returns the resource. The deliveries to matching
- * webhook subscriptions are queued in the same statement (see emitWithin): the savepoint and one statement,
- * rather than a round trip each for the event, its deliveries, their NOTIFY and the savepoint's release.
+ * Writes an event to the outbox inside the caller's transaction: it commits with the change or not at all. A failure
+ * here fails the operation (its transaction rolls back), never the event alone: an event dropped while its change
+ * commits is lost without anyone knowing (the "swallowed" rule of spec §6.8 is for an unreachable database, which
+ * fails the operation's own writes just as well). `data` is shaped exactly as the JSON API returns the resource. The
+ * deliveries to matching webhook subscriptions are queued in the same statement (see emitWithin): one round trip for
+ * the event, its deliveries and their NOTIFY.
  */
 export async function emit(trx: Db, access: Access, type: EventType, data: Record<string, unknown>): Promise<void> {
-  // With WEBHOOKS_ENABLED=0 (carried by the access value) emitWithin writes nothing to the outbox. After a failure there
-  // is nothing else to write: emitWithin logs it, and the caller's change stands.
+  // With WEBHOOKS_ENABLED=0 (carried by the access value) emitWithin writes nothing to the outbox.
   await emitWithin(trx, access, type, [JSON.stringify(data)], async (event) => {
     if (event) await emitGiven(trx, event);
   });
@@ -89,10 +88,8 @@ function foldedEventText(source: EventSource): FoldedEvent {
  * that should hold its locks for as short a time as possible (quote creation holds the workspace's
  * number counter until commit). `statement(event)` runs the caller's statement with the event's CTEs
  * (foldedEventText) in it, given their values, `event`, to put after its own: the event's id, workspace and
- * type, `sourceBindings` (those of its source's `from` and `data`), then the fan-out's. The statement runs under a
- * savepoint, left open for the commit to release (a release would be one more round trip): if it fails, the
- * savepoint is rolled back, the statement runs again without the event (`statement(null)`), and the
- * failure is logged and swallowed as `emit` does. With events disabled it runs once without.
+ * type, `sourceBindings` (those of its source's `from` and `data`), then the fan-out's. Its failure, the event's
+ * included, fails the operation (see emit); with events disabled it runs without them (`statement(null)`).
  */
 async function emitWithin<T>(
   trx: Db,
@@ -102,61 +99,48 @@ async function emitWithin<T>(
   statement: (event: (string | number)[] | null) => Promise<T>,
 ): Promise<T> {
   if (!access.events) return statement(null);
+  inTransaction(trx);
   const workspaceId = access.workspaceId;
-  const event = [eventId(), workspaceId, type, ...sourceBindings, type, workspaceId, type, `${type.split('.')[0]}.*`, WEBHOOK_CHANNEL];
-  await trx.raw('savepoint outbox');
-  let failure: unknown;
-  try {
-    return await statement(event);
-  } catch (err) {
-    failure = err;
-  }
-  await trx.raw('rollback to savepoint outbox');
-  // A failure of the statement itself fails again here and is thrown; only then is the event's loss logged.
-  const result = await statement(null);
-  log.error('event not emitted', { type, workspace_id: workspaceId, ...errorFields(failure) });
-  return result;
+  return statement([eventId(), workspaceId, type, ...sourceBindings, type, workspaceId, type, `${type.split('.')[0]}.*`, WEBHOOK_CHANNEL]);
+}
+
+/** The event belongs to the operation's transaction: written outside one, it could commit without the change, or the change without it. */
+function inTransaction(trx: Db): void {
+  if (!trx.isTransaction) throw new Error('an event is written in the transaction of the change it reports');
 }
 
 /**
  * Events whose bodies PostgreSQL renders from rows just written (a set-based write's orders and customers): `select`
  * gives a row of `type` and `data` (the body as compact JSON text, as JSON.stringify prints it) per event of `types`,
- * in the order the events are to have. One statement writes the outbox rows, their deliveries and the NOTIFY, under a
- * savepoint left open for the commit to release, as emit's (a failure is logged and swallowed, a single event's as
- * emit logs it), so no body travels to node and back.
+ * in the order the events are to have. One statement writes the outbox rows, their deliveries and the NOTIFY, in the
+ * caller's transaction (a failure fails the operation, as emit's), so no body travels to node and back.
  */
 export async function emitSelected(trx: Db, access: Access, types: readonly EventType[], select: string, bindings: readonly Knex.RawBinding[]): Promise<void> {
   if (!access.events || types.length === 0) return;
   const workspaceId = access.workspaceId;
+  inTransaction(trx);
   const ids = Array.from({ length: types.length }, eventId);
-  await trx.raw('savepoint outbox');
-  try {
-    await trx.raw(
-      `with s as (select s.type, s.data, row_number() over () as n from (${select}) s),
-            e as (insert into events (id, workspace_id, type, data)
-                  select k.id, ?, s.type, s.data::json from s join unnest(?::text[]) with ordinality as k(id, n) using (n)
-                  order by s.n
-                  returning id, type),
-            d as (insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
-                  select sub.workspace_id, sub.id, e.id, e.type from e
-                    join webhook_subscriptions sub on sub.workspace_id = ? and sub.active
-                     and sub.event_types && array['*', e.type, split_part(e.type, '.', 1) || '.*']::text[]
-                  returning 1),
-            notified as (select pg_notify(?, '') from (select 1 from d limit 1) d)
-       select (select count(*) from notified) as notified`,
-      [...bindings, workspaceId, `{${ids.join(',')}}`, workspaceId, WEBHOOK_CHANNEL],
-    );
-  } catch (err) {
-    await trx.raw('rollback to savepoint outbox');
-    if (types.length === 1) log.error('event not emitted', { type: types[0], workspace_id: workspaceId, ...errorFields(err) });
-    else log.error('events not emitted', { count: types.length, workspace_id: workspaceId, ...errorFields(err) });
-  }
+  await trx.raw(
+    `with s as (select s.type, s.data, row_number() over () as n from (${select}) s),
+          e as (insert into events (id, workspace_id, type, data)
+                select k.id, ?, s.type, s.data::json from s join unnest(?::text[]) with ordinality as k(id, n) using (n)
+                order by s.n
+                returning id, type),
+          d as (insert into webhook_deliveries (workspace_id, subscription_id, event_id, event_type)
+                select sub.workspace_id, sub.id, e.id, e.type from e
+                  join webhook_subscriptions sub on sub.workspace_id = ? and sub.active
+                   and sub.event_types && array['*', e.type, split_part(e.type, '.', 1) || '.*']::text[]
+                returning 1),
+          notified as (select pg_notify(?, '') from (select 1 from d limit 1) d)
+     select (select count(*) from notified) as notified`,
+    [...bindings, workspaceId, `{${ids.join(',')}}`, workspaceId, WEBHOOK_CHANNEL],
+  );
 }
 
 /**
  * A statement of the caller's that writes its event too (see emitWithin), prepared twice: `text(foldedEventText(source))`
  * with the event, `text(null)` without. Run with the statement's own values (and `sourceBindings`, those of the source),
- * it answers the statement's rows, whether the event could be written or not.
+ * it answers the statement's rows; if the event cannot be written, the statement fails.
  */
 export function emittingStatement<Row>(name: string, source: EventSource, text: (event: FoldedEvent | null) => string) {
   const without = preparedQuery<Row>(name, text(null));

@@ -5,6 +5,7 @@ import compress from 'koa-compress';
 import type Router from '@koa/router';
 import { HttpError, isDatabaseUnavailable, MethodNotAllowed } from '../errors.js';
 import { errorFields, log, logs, withRequestLog } from '../log.js';
+import { isPoolerMismatch, reportPoolerMismatch } from '../db/pooler.js';
 import { allowedMethods, Api } from '../http/api.js';
 import { bodyParser } from '../http/body.js';
 import type { AppDeps } from '../http/deps.js';
@@ -156,6 +157,12 @@ function errorResponse(err: unknown, ctx: Context, requestId: string): { status:
   if (err instanceof HttpError) return { status: err.status, body: err.data ? { error: err.message, data: err.data } : { error: err.message } };
   if (isDatabaseUnavailable(err)) {
     log.error('database unavailable', { request_id: requestId, ...errorFields(err) });
+    return { status: 503, body: { error: 'The database is unavailable; try again shortly.' } };
+  }
+  if (isPoolerMismatch(err)) {
+    // A setting to change, not a bug: one line naming it, and the server stops (src/cli/serve.ts) rather than fail on.
+    log.error(err.message, { request_id: requestId });
+    reportPoolerMismatch(err);
     return { status: 503, body: { error: 'The database is unavailable; try again shortly.' } };
   }
   const e = err as { status?: number; expose?: boolean; message?: string; code?: string };

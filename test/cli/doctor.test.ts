@@ -26,7 +26,7 @@ async function doctor(env: Record<string, string>): Promise<CliResult & { checks
 
 /** Every check reports ok, warn or fail, and each warn or fail says how to fix it. */
 function wellFormed(t: ExecutionContext, checks: Map<string, Check>): void {
-  t.deepEqual([...checks.keys()].sort(), ['app_url', 'configuration', 'data_dir', 'database', 'disk', 'migrations', 'node', 'signup', 'smtp', 'stripe', 'trust_proxy', 'webhook_backlog', 'worker']);
+  t.deepEqual([...checks.keys()].sort(), ['app_url', 'configuration', 'data_dir', 'database', 'disk', 'migrations', 'node', 'pooler', 'signup', 'smtp', 'stripe', 'trust_proxy', 'webhook_backlog', 'worker']);
   for (const check of checks.values()) {
     t.true(['ok', 'warn', 'fail'].includes(check.status));
     if (check.status !== 'ok') t.truthy(check.fix, `${check.id} has a fix`);
@@ -104,7 +104,7 @@ test('a healthy setup: public https APP_URL behind a proxy, an SMTP server that 
   t.is(text.code, 0);
   t.regex(text.stdout, /^ok {4}Configuration /m);
   t.regex(text.stdout, /^warn {2}Payments \(Stripe\) +STRIPE_SECRET_KEY is unset.*\. Fix: set STRIPE_SECRET_KEY/m);
-  t.regex(text.stdout, /^12 ok, 1 warning, 0 failed\.$/m);
+  t.regex(text.stdout, /^13 ok, 1 warning, 0 failed\.$/m);
 });
 
 test('a DATABASE_URL that cannot be reached fails with its fix; an invalid one fails the configuration, naming every bad variable', async (t) => {

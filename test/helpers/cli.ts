@@ -10,7 +10,7 @@ import knexFactory from 'knex';
 import { configSchema } from '../../src/config.js';
 import { openPostgres } from '../../src/db/database.js';
 import { migrateLatest } from '../../src/db/migrations.js';
-import { usingPostgres, withDatabase } from './database.js';
+import { usingPooler, usingPostgres, withDatabase } from './database.js';
 import { PATIENCE_MS } from './patience.js';
 
 export { usingPostgres };
@@ -35,9 +35,19 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
   for (const key of [...Object.keys(configSchema.shape), 'TEST_DATABASE_URL', 'QUOTING_ENV_FILE']) delete env[key];
   for (const key of Object.keys(env)) if (key.startsWith('npm_')) delete env[key];
   env.LOG_LEVEL = 'warn';
+  // Databases of this run are reached through a transaction pooler (TEST_POOLER): so are the CLI's.
+  if (usingPooler) env.DATABASE_POOLER = 'transaction';
   for (const [key, value] of Object.entries(extra)) {
     if (value === undefined) delete env[key];
     else env[key] = value;
+  }
+  // And LISTEN goes to PostgreSQL itself, as README's Scaling recommends (test/cli/pooler.test.ts runs without it).
+  if (usingPooler && env.DATABASE_URL && !('DATABASE_LISTEN_URL' in extra)) {
+    const direct = new URL(env.DATABASE_URL);
+    const base = new URL(process.env.TEST_DATABASE_URL!);
+    direct.hostname = base.hostname;
+    direct.port = base.port;
+    env.DATABASE_LISTEN_URL = direct.toString();
   }
   return env;
 }

@@ -8,6 +8,7 @@ import { openPglite, openPostgres, type Database } from '../../src/db/database.j
 import { migrateLatest } from '../../src/db/migrations.js';
 import { startPgliteThread } from '../../src/db/pglite-thread.js';
 import { PATIENCE_MS } from './patience.js';
+import { startPgbouncer, type Pgbouncer } from './pgbouncer.js';
 
 const migrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
@@ -21,6 +22,20 @@ function migrationsHash(): string {
 }
 
 export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
+
+/**
+ * TEST_POOLER=transaction (with TEST_DATABASE_URL): each test file's database is reached through a PgBouncer of its
+ * own in transaction mode, opened with DATABASE_POOLER=transaction, and the CLI it spawns gets the same setting.
+ */
+export const usingPooler = usingPostgres && process.env.TEST_POOLER === 'transaction';
+
+let pooler: Promise<Pgbouncer> | undefined;
+/** This test process's PgBouncer (TEST_POOLER), started on first use. */
+export function testPooler(): Promise<Pgbouncer> {
+  // Test files run many processes and pools at once: a pool that large checks the transaction mode, not pool limits.
+  pooler ??= startPgbouncer(process.env.TEST_DATABASE_URL!, { poolSize: 50 });
+  return pooler;
+}
 
 export interface TestDatabase extends Database {
   /** A connection string for other processes (PostgreSQL only). */
@@ -90,8 +105,9 @@ async function freshPostgres(baseUrl: string): Promise<TestDatabase> {
   } finally {
     await admin.destroy();
   }
-  const url = withDatabase(baseUrl, name);
-  const db = openPostgres(url, 10);
+  const direct = withDatabase(baseUrl, name);
+  const url = usingPooler ? (await testPooler()).through(direct) : direct;
+  const db = openPostgres(url, usingPooler ? { poolMax: 10, pooler: 'transaction' } : 10);
   return {
     ...db,
     url,

@@ -12,7 +12,7 @@ import { openDatabase, openPostgres } from '../../src/db/database.js';
 import { WEBHOOK_CHANNEL } from '../../src/events/outbox.js';
 import { DeliveryWorker, workerSettings } from '../../src/webhooks/worker.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
-import { acrossWorkspaces } from '../helpers/database.js';
+import { acrossWorkspaces, usingPooler } from '../helpers/database.js';
 
 const ALLOW_LOOPBACK = { OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8' };
 const SUMMARY = /^Attempted (\d+) deliver(?:y|ies): (\d+) succeeded, (\d+) failed \(will retry\), (\d+) dead\.(?: Failures: .+\.)?$/m;
@@ -197,7 +197,7 @@ postgresTest('overlapping workers (processes, and instances on separate pools) d
   await seedDeliveries(app.db, owner.workspace.id, 'W', 500);
   const settings = workerSettings(loadConfig({ ...ALLOW_LOOPBACK, WEBHOOK_WORKER_BATCH: '50', WEBHOOK_TIMEOUT_SECONDS: '300' }));
   const instance = async () => {
-    const database = openPostgres(app.database.url!, 2);
+    const database = openPostgres(app.database.url!, { poolMax: 2, pooler: usingPooler ? 'transaction' : undefined });
     const delivering = new DeliveryWorker(database.knex, settings);
     try {
       let claimed = 0;

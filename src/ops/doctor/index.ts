@@ -1,6 +1,7 @@
 import type { Check, DatabaseAccess, DoctorContext, Finding } from './check.js';
 import { databaseReachable, pendingMigrations, webhookBacklog, workerRuns } from './database.js';
 import { smtp, stripe } from './peers.js';
+import { connectionPooler } from './pooler.js';
 import { appUrl, configuration, nodeVersion, trustProxy } from './settings.js';
 import { signup } from './signup.js';
 import { dataDir, diskSpace } from './storage.js';
@@ -14,6 +15,7 @@ export const checks: Check[] = [
   nodeVersion,
   databaseReachable,
   pendingMigrations,
+  connectionPooler,
   dataDir,
   diskSpace,
   smtp,
