@@ -32,6 +32,7 @@ export const TENANT_TABLES: readonly string[] = [
   'visitors',
   'webhook_deliveries',
   'webhook_subscriptions',
+  'workspace_profiles',
 ];
 
 const tenantTables = new Set(TENANT_TABLES);

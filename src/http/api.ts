@@ -31,9 +31,14 @@ export interface RouteDef<B extends z.ZodType, Q extends z.ZodType> {
   description?: string;
   /**
    * A file upload (the imports): besides the JSON body, the request may be `multipart/form-data` with
-   * the file in this field, or the raw file as `text/csv`; the route reads either as a stream.
+   * the file in this field, or the raw file as one of `types` (`text/csv` unless given); the route reads either as a stream.
    */
-  upload?: { field: string };
+  upload?: { field: string; types?: string[] };
+  /**
+   * A success answered with a file rather than the JSON envelope (a PDF, an image): its media types, for the
+   * OpenAPI document. The handler returns `fileReply(...)`.
+   */
+  produces?: string[];
   /** One of the spec's CORS endpoints: `Access-Control-Allow-Origin: *` on every answer, and preflights answered 204. */
   cors?: boolean;
 }
@@ -81,6 +86,18 @@ export class JsonText {
 }
 
 export const jsonText = (text: string) => new JsonText(text);
+
+/** A file as the answer (a PDF, an image), outside the envelope; `fileName` makes it a download. */
+export class FileReply {
+  constructor(
+    readonly type: string,
+    readonly bytes: Buffer,
+    readonly fileName?: string,
+    readonly inline = true,
+  ) {}
+}
+
+export const fileReply = (type: string, bytes: Buffer, fileName?: string) => new FileReply(type, bytes, fileName);
 
 /**
  * Sends a list: the envelope around its pages, compressed as it streams when the client accepts it. The next page
@@ -139,7 +156,7 @@ function drained(out: Writable, res: Writable): Promise<void> {
   });
 }
 
-type Handler<B extends z.ZodType, Q extends z.ZodType> = (input: HandlerInput<B, Q>) => Promise<Record<string, unknown> | Reply | JsonList | JsonText>;
+type Handler<B extends z.ZodType, Q extends z.ZodType> = (input: HandlerInput<B, Q>) => Promise<Record<string, unknown> | Reply | JsonList | JsonText | FileReply>;
 
 const empty = z.object({});
 
@@ -249,6 +266,15 @@ export class Api {
         const body = def.body ? parseInput(def.body, ctx.request.body ?? {}) : {};
         const query = def.query ? parseInput(def.query, ctx.query) : {};
         const result = await handler({ ctx, body, query, params, auth } as HandlerInput<B, Q>);
+        if (result instanceof FileReply) {
+          ctx.status = def.status ?? 200;
+          ctx.set('Content-Type', result.type);
+          ctx.set('Cache-Control', 'private, no-store');
+          ctx.set('X-Content-Type-Options', 'nosniff');
+          if (result.fileName) ctx.set('Content-Disposition', `${result.inline ? 'inline' : 'attachment'}; filename="${result.fileName.replace(/[^\w.-]/g, '_')}"`);
+          ctx.body = result.bytes;
+          return;
+        }
         const check = this.options.checkResponses && contractCheck(this.options.checkResponses, def, `${method.toUpperCase()} ${def.path}`);
         if (result instanceof JsonList) {
           // The first page is read before anything is sent, so a failure there is still a JSON error answer.

@@ -70,12 +70,15 @@ export function bodyParser(ctx: Context, next: Next): Promise<void> {
 }
 
 /**
- * An import's file (multipart or a raw CSV body, up to 20 MB) is read as a stream by its route
+ * An import's file (multipart or a raw CSV body, up to 20 MB), or the workspace logo, is read as a stream by its route
  * (src/imports/upload.ts, for the API and the app's import page), never buffered whole here; its JSON
  * or form-encoded form ({url}) is parsed as usual.
  */
 function streamedUpload(ctx: Context): boolean {
-  return ctx.method === 'POST' && /^\/(api\/v1\/(products|orders)\/import|app\/imports)\/?$/.test(ctx.path) && !ctx.is('json', 'urlencoded');
+  if (ctx.is('json', 'urlencoded')) return false;
+  if (ctx.method === 'POST' && /^\/(api\/v1\/(products|orders)\/import|app\/imports)\/?$/.test(ctx.path)) return true;
+  // The workspace logo, raw or multipart: read, bounded, by src/http/bytes.ts.
+  return /^\/(api\/v1\/workspace\/profile\/logo|app\/settings\/logo)\/?$/i.test(ctx.path);
 }
 
 function normaliseBody(ctx: Context): Record<string, unknown> {

@@ -161,7 +161,13 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
         security: security[route.auth],
         parameters: [...pathParams, ...queryParams],
         responses: {
-          [status]: status === 204 ? { description: 'Done; no body' } : { description: status === 201 ? 'Created' : 'Success', content: success },
+          [status]:
+            status === 204
+              ? { description: 'Done; no body' }
+              : {
+                  description: status === 201 ? 'Created' : 'Success',
+                  content: route.produces ? Object.fromEntries(route.produces.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) : success,
+                },
           ...(route.alsoOk ? { 200: { description: route.alsoOk, content: success } } : {}),
           ...(pathParams.length ? { 400: errorResponse('Malformed id'), 404: errorResponse('Not found (also for a record of another workspace)') } : {}),
           // Every operation that validates a body or a query answers 422 when they fail (a bad enum filter, a limit out of range).
@@ -170,6 +176,16 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
           503: errorResponse('Database unavailable, or a feature not configured'),
         },
       };
+      if (route.upload && !route.body) {
+        // A file alone (the workspace logo): multipart with the file in its field, or the raw file.
+        operation.requestBody = {
+          required: true,
+          content: {
+            'multipart/form-data': { schema: { type: 'object', properties: { [route.upload.field]: { type: 'string', format: 'binary' } }, required: [route.upload.field] } },
+            ...Object.fromEntries((route.upload.types ?? ['text/csv']).map((type) => [type, { schema: { type: 'string', format: 'binary' } }])),
+          },
+        };
+      }
       if (route.body) {
         const schema = components.toSchema(route.body, 'input');
         const content: Record<string, unknown> = route.upload
@@ -177,7 +193,7 @@ export function buildOpenApi(routes: RouteDef<z.ZodType, z.ZodType>[], serverUrl
               'multipart/form-data': {
                 schema: { type: 'object', properties: { [route.upload.field]: { type: 'string', format: 'binary' } }, required: [route.upload.field] },
               },
-              'text/csv': { schema: { type: 'string' } },
+              ...Object.fromEntries((route.upload.types ?? ['text/csv']).map((type) => [type, { schema: { type: 'string' } }])),
               'application/json': { schema },
             }
           : { 'application/json': { schema }, 'application/x-www-form-urlencoded': { schema } };

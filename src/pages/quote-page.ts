@@ -5,7 +5,7 @@ import { amountText, isZeroAmount } from '../money.js';
 import { longDateText } from '../dates.js';
 import { HttpError } from '../errors.js';
 import type { QuoteStatus } from '../quotes/schema.js';
-import type { PublicQuote } from '../quotes/public.js';
+import type { PublicQuote, PageSeller } from '../quotes/public.js';
 import type { LineJson, QuoteJson } from '../quotes/service.js';
 import { expiredOn } from '../quotes/transitions.js';
 
@@ -78,7 +78,29 @@ function stateOf(quote: QuoteJson, workspace: string, token: string, payable: bo
   }
 }
 
-export function quotePage({ quote, workspace }: Pick<PublicQuote, 'quote' | 'workspace'>, lines: LineJson[], token: string, payable: boolean): Html {
+/**
+ * The seller's card: the profile's legal name, address and contacts, and the logo. Null when the profile sets none
+ * of them, so an unset profile keeps the page as it was (the workspace's name above the title).
+ */
+function sellerCard(seller: PageSeller | undefined, token: string): Html | null {
+  if (!seller) return null;
+  const details = [
+    ...(seller.legal_name && seller.legal_name !== seller.name ? [seller.name] : []),
+    ...(seller.address ? seller.address.split(/\r?\n/) : []),
+    ...(seller.tax_number ? [`Tax number: ${seller.tax_number}`] : []),
+    ...[seller.email, seller.phone, seller.website].filter((v): v is string => Boolean(v)),
+  ];
+  const hasLogo = seller.logo_updated_at !== null;
+  if (!seller.legal_name && !details.length && !hasLogo) return null;
+  const name = seller.legal_name ?? seller.name;
+  return part('seller', {
+    logo: hasLogo ? part('seller-logo', { token, version: String(Date.parse(seller.logo_updated_at!)), name }) : null,
+    name,
+    details: details.join('\n'),
+  });
+}
+
+export function quotePage({ quote, workspace, seller }: Pick<PublicQuote, 'quote' | 'workspace'> & { seller?: PageSeller }, lines: LineJson[], token: string, payable: boolean): Html {
   const currency = String(quote.currency);
   const rate = String(quote.tax_rate ?? '0');
   const expiredSent = quote.status === 'sent' && expiredOn(quote) !== null;
@@ -108,6 +130,9 @@ export function quotePage({ quote, workspace }: Pick<PublicQuote, 'quote' | 'wor
     tax: amountText(currency, quote.tax_amount),
     total: amountText(currency, quote.total),
     notes: quote.notes ? part('notes', { notes: quote.notes as string }) : null,
+    seller: sellerCard(seller, token),
+    terms: seller?.terms ? part('terms', { terms: seller.terms }) : null,
+    token,
     state: stateOf(quote, workspace.name, token, payable),
   });
   return part('layout', { title: `Quote ${quote.quote_number} from ${workspace.name}`, content });
@@ -129,6 +154,7 @@ export function securityHeaders(ctx: Context, formTargets: string[]): void {
     [
       "default-src 'none'",
       `style-src ${templates().styleHash}`,
+      "img-src 'self'", // the seller's logo, /q/{token}/logo
       // Browsers check form-action on the redirect after a submit too: the Pay form ends at the checkout page.
       `form-action ${["'self'", ...formTargets].join(' ')}`,
       "frame-ancestors 'none'",

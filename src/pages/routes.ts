@@ -3,7 +3,8 @@ import type { Context, Next } from 'koa';
 import type { AppDeps } from '../http/deps.js';
 import { isDatabaseUnavailable } from '../errors.js';
 import { errorFields, log } from '../log.js';
-import { answerQuote, viewQuote } from '../quotes/public.js';
+import { answerQuote, logoByToken, quotePdfByToken, viewQuote } from '../quotes/public.js';
+import { pdfFileName } from '../quotes/pdf.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import { paymentsConfigured } from '../payments/stripe.js';
 import { messagePage, offersPayment, publicErrorPage, quotePage, securityHeaders, sendHtml } from './quote-page.js';
@@ -38,6 +39,23 @@ export function pageRouter(deps: AppDeps): Router {
       );
     }
   };
+
+  // Before /q/:token, which would take `abc.pdf` as a token.
+  router.get('/q/:token.pdf', htmlErrors, async (ctx) => {
+    const { pdf, quote } = await quotePdfByToken(db, ctx.params.token, { events: config.WEBHOOKS_ENABLED });
+    securityHeaders(ctx, []);
+    ctx.set('Content-Disposition', `inline; filename="${pdfFileName(quote)}"`);
+    ctx.type = 'application/pdf';
+    ctx.body = pdf;
+  });
+
+  router.get('/q/:token/logo', htmlErrors, async (ctx) => {
+    const logo = await logoByToken(db, ctx.params.token, { events: config.WEBHOOKS_ENABLED });
+    if (!logo) return sendHtml(ctx, 404, messagePage('Not found', 'Not found', 'This quote has no logo.'), []);
+    securityHeaders(ctx, []);
+    ctx.type = logo.type;
+    ctx.body = logo.bytes;
+  });
 
   router.get('/q/:token', htmlErrors, async (ctx) => {
     const token = ctx.params.token;

@@ -7,6 +7,10 @@ import type { Workspace } from '../accounts.js';
 import type { QuoteStatus } from './schema.js';
 import { linesOf, quoteJson, recordActivity, type LineJson, type QuoteJson } from './service.js';
 import { expiredOn, transition } from './transitions.js';
+import { logoOf, sellerOf, type Seller } from '../workspaces/profile.js';
+import { quotePdfFor } from './pdf.js';
+
+export type PageSeller = Seller;
 
 /**
  * The quote as its customer reaches it: the random token in the mailed link is the only
@@ -54,10 +58,23 @@ export async function quoteByToken(db: Db, token: string, options: { events: boo
 }
 
 /** The page's content: the quote and its lines. 404 for unknown tokens and drafts, 402 for a locked workspace. */
-export async function viewQuote(db: Db, token: string, options: { events: boolean; recordView: boolean }): Promise<PublicQuote & { lines: LineJson[] }> {
+export async function viewQuote(db: Db, token: string, options: { events: boolean; recordView: boolean }): Promise<PublicQuote & { lines: LineJson[]; seller: Seller }> {
   const found = await openQuote(db, token, options);
   if (options.recordView) await recordFirstView(db, found);
-  return { ...found, lines: await linesOf(db, found.access, found.quote.id) };
+  const [lines, seller] = await Promise.all([linesOf(db, found.access, found.quote.id), sellerOf(db, found.access)]);
+  return { ...found, lines, seller };
+}
+
+/** /q/{token}.pdf: the quote's PDF, the token its credential as for the page (404 unknown or draft, 402 locked). */
+export async function quotePdfByToken(db: Db, token: string, options: { events: boolean }): Promise<{ pdf: Buffer; quote: QuoteJson }> {
+  const found = await openQuote(db, token, options);
+  return { pdf: await quotePdfFor(db, found.access, found.quote), quote: found.quote };
+}
+
+/** /q/{token}/logo: the logo of the quote's workspace, or null. */
+export async function logoByToken(db: Db, token: string, options: { events: boolean }) {
+  const found = await openQuote(db, token, options);
+  return logoOf(db, found.access);
 }
 
 /** A public quote whose workspace is usable: 404 when unknown, 402 when locked. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { jsonList, jsonText, reply, type Api } from '../http/api.js';
+import { fileReply, jsonList, jsonText, reply, type Api } from '../http/api.js';
+import { pdfFileName, quotePdfFor } from './pdf.js';
 import type { AppDeps } from '../http/deps.js';
 import { requiredText } from '../schema/input.js';
 import { calendarDate, currency, money } from '../schema/output.js';
@@ -9,7 +10,7 @@ import {
   activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
 } from './schema.js';
 import {
-  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, removeLine, updateLine, updateQuote, type QuoteText,
+  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, readableQuote, removeLine, updateLine, updateQuote, type QuoteText,
 } from './service.js';
 import { transitionQuote } from './transitions.js';
 
@@ -30,7 +31,8 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
       summary: 'Create a draft quote with lines; customer_id, or customer {email, name, company} upserted by email',
       description:
         'Line price defaults to the price of the variant its sku names (422 when neither). currency defaults to the currency of the channel ' +
-        'channel_id names, else USD: another currency is given explicitly. Emits quote.created.',
+        'channel_id names, else the workspace profile\'s default_currency, else USD; valid_until defaults to the profile\'s default_validity_days ' +
+        'from today (UTC) when set. Emits quote.created.',
     },
     async ({ body, auth }) => quoteText(await db.transaction((trx) => createQuote(trx, auth.access, body))),
   );
@@ -66,6 +68,20 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
     async ({ params, auth }) => {
       const found = await getQuote(db, auth.access, params.id);
       return { ...found, url: found.quote.status === 'draft' ? null : publicUrl(config.APP_URL, found.quote) };
+    },
+  );
+
+  api.route(
+    {
+      method: 'get', path: '/quotes/{id}/pdf', tag, auth: 'session', response: z.null(), produces: ['application/pdf'],
+      summary: 'The quote as a PDF (A4): seller details and logo, buyer, number, dates, lines, totals, notes, terms and status',
+      description:
+        'The same document the customer downloads from the public page (/q/{public_token}.pdf) and the quote mail attaches. Channel roles ' +
+        'apply as for GET /quotes/{id}. Long quotes flow onto further pages, repeating the table header; pages are numbered "Page n of N".',
+    },
+    async ({ params, auth }) => {
+      const quote = await readableQuote(db, auth.access, params.id);
+      return fileReply('application/pdf', await quotePdfFor(db, auth.access, quote), pdfFileName(quote));
     },
   );
 

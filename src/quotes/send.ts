@@ -5,6 +5,19 @@ import type { Mailer } from '../mail/mailer.js';
 import { renderMail } from '../templates.js';
 import { lockedQuoteForUser, type QuoteJson } from './service.js';
 import { assertTransition, expiredOn, transition } from './transitions.js';
+import { pdfFileName, quotePdfFor } from './pdf.js';
+import { sellerOf, type Seller } from '../workspaces/profile.js';
+
+/** The seller's details under a quote mail: the profile's name, address and contacts; empty when unset. */
+function sellerLines(seller: Seller): string {
+  const lines = [
+    ...(seller.legal_name ? [seller.legal_name] : []),
+    ...(seller.address ? seller.address.split(/\r?\n/) : []),
+    ...(seller.tax_number ? [`Tax number: ${seller.tax_number}`] : []),
+    ...[seller.email, seller.phone, seller.website].filter((v): v is string => Boolean(v)),
+  ];
+  return lines.length ? `\n\n--\n${lines.join('\n')}` : '';
+}
 
 /** The public page of a quote: the link mailed to its customer. */
 export function publicUrl(appUrl: string, quote: QuoteJson): string {
@@ -12,8 +25,9 @@ export function publicUrl(appUrl: string, quote: QuoteJson): string {
 }
 
 /**
- * draft → sent, mailing the customer the link to the public page unless `notify` is false. The
- * mail goes out inside the transaction, so a refused mail (502) leaves the quote a draft.
+ * draft → sent, mailing the customer the link to the public page unless `notify` is false, with the quote's PDF
+ * attached and the seller's details under it. The mail goes out inside the transaction, so a refused mail (502)
+ * leaves the quote a draft.
  */
 export async function sendQuote(
   trx: Db,
@@ -37,12 +51,17 @@ export async function sendQuote(
   const sent = await transition(trx, access, quote, 'sent', `Quote ${quote.quote_number} sent${notify ? ` to ${quote.customer_email}` : ''}.`);
   const url = publicUrl(mail.appUrl, sent);
   if (notify && mail.mailer) {
-    const workspace = await trx('workspaces').where({ id: access.workspaceId }).first('name');
+    const seller = await sellerOf(trx, access);
+    const pdf = await quotePdfFor(trx, access, sent);
     await mail.mailer.send({
       to: String(sent.customer_email),
+      attachments: [{ filename: pdfFileName(sent), content: pdf, contentType: 'application/pdf' }],
       ...renderMail('quote-sent', {
         quote_number: sent.quote_number,
-        workspace: workspace.name,
+        workspace: seller.legal_name ?? seller.name,
+        attached: `\n\nThe quote is attached as a PDF (${pdfFileName(sent)}).`,
+        terms: seller.terms ? `\n\nTerms:\n${seller.terms}` : '',
+        seller: sellerLines(seller),
         name: String(sent.customer_name ?? sent.customer_email),
         total: String(sent.total),
         currency: String(sent.currency),

@@ -271,9 +271,11 @@ const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: 
   ), quote as (
     insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, channel_id, currency, notes, valid_until,
                         public_token, external_id, discount_amount, tax_rate, subtotal, tax_amount, total)
-    select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, t.discount, t.rate, t.subtotal, round((t.subtotal - t.discount) * t.rate / 100, 2),
+    select ?, ?, ?, ?, ?, ?, coalesce(?::text, p.default_currency, 'USD'), ?,
+           coalesce(?::date, (current_timestamp at time zone 'UTC')::date + p.default_validity_days), ?, ?,
+           t.discount, t.rate, t.subtotal, round((t.subtotal - t.discount) * t.rate / 100, 2),
            t.subtotal - t.discount + round((t.subtotal - t.discount) * t.rate / 100, 2)
-    from t where t.discount <= t.subtotal
+    from t left join workspace_profiles p on p.workspace_id = ? where t.discount <= t.subtotal
     returning id
   ), inserted as (
     insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
@@ -285,8 +287,6 @@ const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: 
          (select '[' || coalesce(string_agg(json, ',' order by id), '') || ']' from inserted) as lines
   from t`);
 
-/** A new quote's currency when neither the request nor its channel names one. */
-const DEFAULT_CURRENCY = 'USD';
 
 /** A quote and its lines as the API sends them: JSON text, kept as PostgreSQL rendered it. */
 export interface QuoteText {
@@ -296,7 +296,8 @@ export interface QuoteText {
 
 /**
  * Creates a draft with its lines; `quote.created` carries the quote and its lines. Its currency is the one
- * given, else its channel's (a GBP channel's quotes are in GBP unless told otherwise), else USD. The number of
+ * given, else its channel's (a GBP channel's quotes are in GBP unless told otherwise), else the workspace profile's
+ * default currency, else USD; a quote given no valid_until is valid for the profile's default days, when set. The number of
  * statements does not grow with the lines (6 with BEGIN and COMMIT): the customer and the SKUs are
  * looked up in one query; the quote, its lines and its totals are written by one statement, whose
  * RETURNING gives the lines of the reply; then one statement takes the gap-free number and writes the
@@ -322,8 +323,8 @@ export async function createQuote(
     JSON.stringify(lines), discount, input.tax_rate ?? '0',
     // A unique placeholder until the number is taken at the end.
     workspaceId, `pending:${publicToken}`, customer?.id ?? null, customer?.name ?? null, customer?.email ?? null, input.channel_id ?? null,
-    input.currency ?? channel?.currency ?? DEFAULT_CURRENCY, input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
-    workspaceId,
+    input.currency ?? channel?.currency ?? null, input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
+    workspaceId, workspaceId,
   ]).catch(totalOverflow('lines'));
   if (created.id === null) throw tooMuchDiscount(discount, created.subtotal);
   const quote = await takeQuoteNumber(trx, access, created.id, created.lines);

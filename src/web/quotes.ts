@@ -163,7 +163,7 @@ ${pager('/app/quotes', query, found, 'quotes', cursorOf(found.rows))}`,
       title: `Quote ${number}`,
       section: 'quotes',
       flash: notice,
-      content: html`<div class="page-head"><h1>Quote ${number} ${badge(status)}</h1><a class="button" href="/app/quotes">All quotes</a></div>
+      content: html`<div class="page-head"><h1>Quote ${number} ${badge(status)}</h1><div class="actions"><a class="button" href="/api/v1/quotes/${Number(quote.id)}/pdf">Download PDF</a><a class="button" href="/app/quotes">All quotes</a></div></div>
 <div class="grid">
 <section class="card" aria-labelledby="h-details">
   <h2 id="h-details">Details</h2>

@@ -1,16 +1,23 @@
-/** /app/settings: the workspace as its owner sees it (name and time zone editable), and the tabs of the settings pages. */
+/**
+ * /app/settings: the workspace as its owner sees it (name and time zone editable), its profile (the seller's details
+ * quotes show, the defaults of new quotes, the logo), and the tabs of the settings pages.
+ */
 import { html, type Html } from '../templates.js';
 import type { AppDeps } from '../http/deps.js';
 import type { Principal } from '../http/principal.js';
 import type { Workspace } from '../accounts.js';
 import { parseInput } from '../schema/parse.js';
-import { workspaceSettingsBody } from '../workspaces/schema.js';
+import { profileBody, workspaceSettingsBody } from '../workspaces/schema.js';
+import { getProfile, LOGO_MAX_BYTES, removeLogo, setLogo, updateProfile, type Profile } from '../workspaces/profile.js';
+import { smallUpload } from '../http/bytes.js';
 import { updateWorkspaceSettings } from '../workspaces/service.js';
 import { lockReason } from '../workspaces/model.js';
 import { dateText } from './dates.js';
 import { page, redirect, type PageDef, type PageInput } from './page.js';
 import { shell } from './layout.js';
-import { field, fieldErrors, formProblem, formText, type FieldErrors } from './forms.js';
+import { field, fieldErrors, formProblem, formText, textarea, type FieldErrors } from './forms.js';
+
+const current = (input: PageInput<unknown>) => ({ name: input.auth.workspace.name, time_zone: input.auth.workspace.time_zone ?? '' });
 
 const statusText: Record<string, string> = { trialing: 'Trial', active: 'Active', suspended: 'Suspended' };
 
@@ -45,8 +52,57 @@ function statusLine(workspace: Workspace, now = new Date()): string {
   return statusText[workspace.status] ?? workspace.status;
 }
 
+/** The profile's form fields, in the order the form shows them. */
+const profileFields = ['legal_name', 'address', 'tax_number', 'email', 'phone', 'website', 'default_terms', 'default_validity_days', 'default_currency'] as const;
+type ProfileValues = Record<(typeof profileFields)[number], string>;
+
+const profileValues = (profile: Profile): ProfileValues =>
+  Object.fromEntries(profileFields.map((name) => [name, profile[name] == null ? '' : String(profile[name])])) as ProfileValues;
+
+function profileCard(profile: Profile, values: ProfileValues, errors: FieldErrors): Html {
+  const logo = profile.logo;
+  return html`<section class="card" aria-labelledby="profile-heading">
+  <h2 id="profile-heading">Seller details</h2>
+  <p class="hint">Shown on every quote: its page, its mail and its PDF. Left empty, quotes show the workspace name only.</p>
+  ${formProblem(errors, [...profileFields])}
+  <form method="post" action="/app/settings/profile" class="stack" novalidate>
+    ${field({ name: 'legal_name', label: 'Legal name', value: values.legal_name, errors, autocomplete: 'organization', hint: 'The name quotes are issued under; the workspace name when empty.' })}
+    ${textarea({ name: 'address', label: 'Address', value: values.address, errors, rows: 4, hint: 'One line per line, up to 8 lines.' })}
+    ${field({ name: 'tax_number', label: 'Tax number', value: values.tax_number, errors, hint: 'VAT, GST or other registration number.' })}
+    ${field({ name: 'email', label: 'Contact email', type: 'email', value: values.email, errors, autocomplete: 'email' })}
+    ${field({ name: 'phone', label: 'Phone', type: 'tel', value: values.phone, errors, autocomplete: 'tel' })}
+    ${field({ name: 'website', label: 'Website', value: values.website, errors, autocomplete: 'url' })}
+    ${textarea({ name: 'default_terms', label: 'Terms', value: values.default_terms, errors, rows: 4, hint: "Shown under every quote's notes." })}
+    ${field({ name: 'default_validity_days', label: 'Default validity (days)', type: 'number', value: values.default_validity_days, errors, hint: 'A new quote without an end date is valid this many days.', attrs: html` min="1" max="3650" inputmode="numeric"` })}
+    ${field({ name: 'default_currency', label: 'Default currency', value: values.default_currency, errors, hint: 'A 3-letter code (EUR, INR) for new quotes whose channel names none; USD when empty.', attrs: html` maxlength="3" spellcheck="false"` })}
+    <div class="actions"><button type="submit" class="primary">Save seller details</button></div>
+  </form>
+</section>
+<section class="card" aria-labelledby="logo-heading">
+  <h2 id="logo-heading">Logo</h2>
+  ${logo ? html`<p><img src="/api/v1/workspace/profile/logo?v=${String(Date.parse(logo.updated_at))}" alt="The workspace logo" style="max-width: 240px; max-height: 96px"></p>` : html`<p class="muted">No logo yet.</p>`}
+  ${formProblem(errors, ['logo'])}
+  <form method="post" action="/app/settings/logo" enctype="multipart/form-data" class="stack" novalidate>
+    <div class="field${errors.logo ? ' invalid' : ''}">
+      <label for="f-logo">${logo ? 'Replace the logo' : 'Upload a logo'}</label>
+      <input id="f-logo" name="logo" type="file" accept="image/png,image/jpeg"${errors.logo ? html` aria-invalid="true"` : ''} aria-describedby="f-logo-hint">
+      <p class="hint" id="f-logo-hint">PNG or JPEG, at most ${String(LOGO_MAX_BYTES / 1024)} KB.</p>
+      ${errors.logo ? html`<p class="error">${errors.logo}</p>` : ''}
+    </div>
+    <div class="actions"><button type="submit" class="primary">Upload</button></div>
+  </form>
+  ${logo ? html`<form method="post" action="/app/settings/logo/remove"><div class="actions"><button type="submit">Remove the logo</button></div></form>` : ''}
+</section>`;
+}
+
 export function settingsPages({ db }: AppDeps): PageDef[] {
-  const workspacePage = (input: PageInput<unknown>, values: { name: string; time_zone: string }, errors: FieldErrors) => {
+  const workspacePage = (
+    input: PageInput<unknown>,
+    values: { name: string; time_zone: string },
+    errors: FieldErrors,
+    profile: Profile,
+    profileForm: ProfileValues = profileValues(profile),
+  ) => {
     const { auth } = input;
     const workspace = auth.workspace;
     return shell(auth, {
@@ -75,6 +131,7 @@ ${settingsTabs(auth, '/app/settings')}
     <div><dt>Created</dt><dd>${dateText(new Date(workspace.created_at).toISOString())}</dd></div>
   </dl>
 </section>
+${profileCard(profile, profileForm, errors)}
 </div>`,
     });
   };
@@ -82,7 +139,7 @@ ${settingsTabs(auth, '/app/settings')}
   return [
     page({
       method: 'get', path: '/app/settings', who: 'owner',
-      handle: async (input) => workspacePage(input, { name: input.auth.workspace.name, time_zone: input.auth.workspace.time_zone ?? '' }, {}),
+      handle: async (input) => workspacePage(input, current(input), {}, await getProfile(db, input.auth.access)),
     }),
     page({
       method: 'post', path: '/app/settings', who: 'owner',
@@ -91,7 +148,38 @@ ${settingsTabs(auth, '/app/settings')}
         await updateWorkspaceSettings(db, auth.access, body);
         return redirect('/app/settings', 'The workspace settings are saved.');
       },
-      invalid: async (input, error) => workspacePage(input, { name: formText(input.form, 'name'), time_zone: formText(input.form, 'time_zone') }, fieldErrors(error)),
+      invalid: async (input, error) =>
+        workspacePage(input, { name: formText(input.form, 'name'), time_zone: formText(input.form, 'time_zone') }, fieldErrors(error), await getProfile(db, input.auth.access)),
+    }),
+    page({
+      method: 'post', path: '/app/settings/profile', who: 'owner',
+      handle: async ({ form, auth }) => {
+        // Only the fields the form sent: a form without one leaves it as it is.
+        const given = Object.fromEntries(profileFields.filter((name) => Object.hasOwn(form, name)).map((name) => [name, formText(form, name)]));
+        const body = parseInput(profileBody, given);
+        await db.transaction((trx) => updateProfile(trx, auth.access, body));
+        return redirect('/app/settings', 'The seller details are saved.');
+      },
+      invalid: async (input, error) => {
+        const profile = await getProfile(db, input.auth.access);
+        const form = Object.fromEntries(profileFields.map((name) => [name, formText(input.form, name)])) as ProfileValues;
+        return workspacePage(input, current(input), fieldErrors(error), profile, form);
+      },
+    }),
+    page({
+      method: 'post', path: '/app/settings/logo', who: 'owner',
+      handle: async ({ ctx, auth }) => {
+        await setLogo(db, auth.access, await smallUpload(ctx, 'logo', LOGO_MAX_BYTES));
+        return redirect('/app/settings', 'The logo is saved.');
+      },
+      invalid: async (input, error) => workspacePage(input, current(input), fieldErrors(error), await getProfile(db, input.auth.access)),
+    }),
+    page({
+      method: 'post', path: '/app/settings/logo/remove', who: 'owner',
+      handle: async ({ auth }) => {
+        await removeLogo(db, auth.access);
+        return redirect('/app/settings', 'The logo is removed.');
+      },
     }),
   ];
 }

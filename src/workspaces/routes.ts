@@ -1,7 +1,10 @@
 import { z } from 'zod';
-import type { Api } from '../http/api.js';
+import { fileReply, type Api } from '../http/api.js';
+import { smallUpload } from '../http/bytes.js';
+import { NotFound } from '../errors.js';
 import type { AppDeps } from '../http/deps.js';
-import { adminWorkspaceOut, adminWorkspacePatch, createWorkspaceBody, keysOut, workspaceOut } from './schema.js';
+import { adminWorkspaceOut, adminWorkspacePatch, createWorkspaceBody, keysOut, profileBody, profileOut, workspaceOut } from './schema.js';
+import { getProfile, LOGO_MAX_BYTES, logoOf, removeLogo, setLogo, updateProfile } from './profile.js';
 import { createWorkspace, listWorkspaces, rotateKeys, updateWorkspaceStatus } from './service.js';
 
 export function workspaceRoutes(api: Api, { db, config }: AppDeps): void {
@@ -32,6 +35,59 @@ export function workspaceRoutes(api: Api, { db, config }: AppDeps): void {
       response: z.object({ keys: keysOut }),
     },
     async ({ auth }) => ({ keys: await rotateKeys(db, auth.workspace.id) }),
+  );
+
+  const profile = z.object({ profile: profileOut });
+  api.route(
+    {
+      method: 'get', path: '/workspace/profile', tag, auth: 'session', response: profile,
+      summary: "The seller's details quotes show (page, mail, PDF), the defaults of new quotes, and the logo",
+    },
+    async ({ auth }) => ({ profile: await getProfile(db, auth.access) }),
+  );
+
+  api.route(
+    {
+      method: ['patch', 'put'], path: '/workspace/profile', tag, auth: 'session:owner', body: profileBody, response: profile,
+      summary: 'Change the workspace profile (owner only); fields left out are kept, null or "" clears one',
+      description:
+        'legal_name, address (up to 8 lines), tax_number, email, phone and website are shown on every quote: its public page, its mail and ' +
+        'its PDF. default_terms is shown under every quote\'s notes. default_validity_days sets valid_until of a new quote given none ' +
+        '(that many days after its creation, UTC); default_currency is a new quote\'s currency when neither the request nor its channel names ' +
+        'one. time_zone is the workspace\'s (PATCH /workspace shows it too). Markup is kept as text: the pages escape it, the PDF prints it.',
+    },
+    async ({ body, auth }) => ({ profile: await db.transaction((trx) => updateProfile(trx, auth.access, body)) }),
+  );
+
+  api.route(
+    {
+      method: ['put', 'post'], path: '/workspace/profile/logo', tag, auth: 'session:owner', response: profile,
+      upload: { field: 'logo', types: ['image/png', 'image/jpeg'] },
+      summary: 'Set the logo (owner only): a PNG or JPEG of at most 512 KB, as the raw body or the multipart field "logo"',
+      description: 'The image is checked by its bytes, never by its name or declared type: anything but a readable PNG or JPEG (an SVG, a GIF, text named logo.png) is 422.',
+      errors: { 408: 'The upload took longer than 30 s', 422: 'Not a PNG or JPEG, damaged, empty, or larger than 512 KB; the message names the field logo' },
+    },
+    async ({ ctx, auth }) => {
+      const bytes = await smallUpload(ctx, 'logo', LOGO_MAX_BYTES);
+      return { profile: await setLogo(db, auth.access, bytes) };
+    },
+  );
+
+  api.route(
+    {
+      method: 'get', path: '/workspace/profile/logo', tag, auth: 'session', response: z.null(), produces: ['image/png', 'image/jpeg'],
+      summary: 'The logo image (404 when none is set)',
+    },
+    async ({ auth }) => {
+      const logo = await logoOf(db, auth.access);
+      if (!logo) throw new NotFound('The workspace has no logo.');
+      return fileReply(logo.type, logo.bytes);
+    },
+  );
+
+  api.route(
+    { method: 'delete', path: '/workspace/profile/logo', tag, auth: 'session:owner', response: profile, summary: 'Remove the logo (owner only)' },
+    async ({ auth }) => ({ profile: await removeLogo(db, auth.access) }),
   );
 
   api.route(

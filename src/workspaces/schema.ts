@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { timestamp, id } from '../schema/output.js';
-import { requiredText } from '../schema/input.js';
+import { currencyInput, emailInput, optionalLine, optionalText, requiredText } from '../schema/input.js';
 
 export const workspaceOut = z.object({
   id,
@@ -90,3 +90,52 @@ export const workspaceSettingsBody = z.object({
   time_zone: timeZoneInput.optional(),
 });
 export type WorkspaceSettings = z.output<typeof workspaceSettingsBody>;
+
+/** The seller's details as the API shows them (GET /workspace/profile); every field null until the owner sets it. */
+export const profileOut = z.object({
+  legal_name: z.string().nullable().describe('The name quotes are issued under; the workspace name when null'),
+  address: z.string().nullable().describe('Postal address, one line per line'),
+  tax_number: z.string().nullable().describe('VAT, GST or other tax registration number'),
+  email: z.string().nullable(),
+  phone: z.string().nullable(),
+  website: z.string().nullable(),
+  default_terms: z.string().nullable().describe('Shown under the notes of every quote (page, mail, PDF)'),
+  default_validity_days: z.number().int().nullable().describe('A new quote given no valid_until is valid this many days (UTC) from its creation'),
+  default_currency: z.string().nullable().describe("A new quote's currency when neither the request nor its channel names one (else USD)"),
+  time_zone: z.string().nullable().describe('The IANA time zone pages show times in; the same value as the workspace\'s time_zone'),
+  logo: z.object({
+    type: z.enum(['image/png', 'image/jpeg']),
+    bytes: z.number().int(),
+    updated_at: timestamp,
+    url: z.string().describe('GET it with the session: /api/v1/workspace/profile/logo'),
+  }).nullable().describe('Set with PUT /workspace/profile/logo'),
+  updated_at: timestamp.nullable(),
+}).meta({ id: 'WorkspaceProfile' });
+
+/** What PATCH and PUT /workspace/profile take: each field optional; an empty string or null clears it. */
+export const profileBody = z.object({
+  legal_name: optionalLine(200),
+  address: optionalText(1000).refine((v) => v == null || v.split('\n').length <= 8, 'must be at most 8 lines'),
+  tax_number: optionalLine(100),
+  email: z.union([z.literal(''), z.null(), emailInput]).optional().transform((v) => (v === '' ? null : v)),
+  phone: optionalLine(50),
+  website: optionalLine(200).refine((v) => v == null || /^(https?:\/\/)?[^\s/]+\.[^\s]+$/i.test(v), 'must be a web address, e.g. https://example.com'),
+  default_terms: optionalText(5000),
+  default_validity_days: z
+    .union([z.number(), z.string(), z.null()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      if (v === null || (typeof v === 'string' && v.trim() === '')) return null;
+      const n = typeof v === 'number' ? v : /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
+      if (!Number.isInteger(n) || n < 1 || n > 3650) {
+        ctx.addIssue({ code: 'custom', message: 'must be a whole number of days from 1 to 3650' });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .meta({ type: ['integer', 'null'], minimum: 1, maximum: 3650 }),
+  default_currency: z.union([z.literal(''), z.null(), currencyInput]).optional().transform((v) => (v === '' ? null : v)),
+  time_zone: timeZoneInput.optional(),
+});
+export type ProfileChanges = z.output<typeof profileBody>;

@@ -56,7 +56,7 @@ function inlineResources(schema: unknown, at: string): string[] {
 test('every route documents its success answer, with every resource in it a named component schema', async (t) => {
   const doc = (await app.client().get('/api/v1/openapi.json')).body;
   const components = doc.components.schemas;
-  for (const name of ['Quote', 'QuoteLine', 'Activity', 'Order', 'OrderItem', 'Customer', 'Product', 'Variant', 'Channel', 'ChannelMember', 'Subscription', 'Delivery', 'Workspace', 'User', 'Keys', 'Invite']) {
+  for (const name of ['Quote', 'QuoteLine', 'Activity', 'Order', 'OrderItem', 'Customer', 'Product', 'Variant', 'Channel', 'ChannelMember', 'Subscription', 'Delivery', 'Workspace', 'User', 'Keys', 'Invite', 'WorkspaceProfile']) {
     t.is(components[name]?.type, 'object', `${name} is a component schema`);
   }
   const operations = operationsOf(doc).filter(({ path }) => path.startsWith('/api/v1/') && path !== '/api/v1/openapi.json');
@@ -70,7 +70,16 @@ test('every route documents its success answer, with every resource in it a name
         t.falsy(op.responses[code].content, `${where} 204 has no body`);
         continue;
       }
-      const envelope = op.responses[code].content['application/json'].schema;
+      const content = op.responses[code].content;
+      if (!content['application/json']) {
+        // A file answer (a quote's PDF, the logo): binary in each media type it declares.
+        for (const [type, media] of Object.entries(content) as [string, { schema: { format: string } }][]) {
+          t.regex(type, /^(application\/pdf|image\/(png|jpeg))$/, `${where} ${code} is a file`);
+          t.is(media.schema.format, 'binary', `${where} ${code} ${type} is binary`);
+        }
+        continue;
+      }
+      const envelope = content['application/json'].schema;
       t.deepEqual(envelope.required, ['version', 'data'], `${where} ${code} is the envelope`);
       const data = envelope.properties.data;
       t.is(data.type, 'object', `${where} ${code}: data is an object`);
