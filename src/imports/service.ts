@@ -55,7 +55,7 @@ const BATCH_ROWS = 2000;
  * On the embedded database a batch's statements hold its one session while they run, and a page's reads wait for
  * the one under way (db/pglite-thread.ts): smaller batches keep that wait short.
  */
-const EMBEDDED_BATCH_ROWS = 500;
+const EMBEDDED_BATCH_ROWS = 200;
 
 class Rollback extends Error {}
 
