@@ -98,7 +98,7 @@ for (const javaScriptEnabled of [true, false]) {
     t.is(new URL(page.url()).pathname, '/app/settings');
     await inspect(t, page, `owner-settings-${suffix}`);
     await page.getByLabel('Time zone').fill('Europe/Paris');
-    await follow(page, () => page.getByRole('button', { name: 'Save' }).click());
+    await follow(page, () => page.getByRole('button', { name: 'Save', exact: true }).click());
     t.true((await mainText(page)).includes('The workspace settings are saved.'));
     t.is((await ok(owner.client.get('/api/v1/workspace'))).workspace.time_zone, 'Europe/Paris');
 
