@@ -5,6 +5,11 @@ import { getPage, postForm, visibleText } from '../helpers/pages.js';
 import { inviteMember } from '../helpers/members.js';
 import { createMailer } from '../../src/mail/mailer.js';
 import { sendReminders } from '../../src/quotes/reminders.js';
+import { runCli } from '../helpers/cli.js';
+import { usingPostgres } from '../helpers/database.js';
+import { testWhen } from '../helpers/skip.js';
+
+const postgresSerial = testWhen(usingPostgres, 'needs PostgreSQL: set TEST_DATABASE_URL', { serial: true });
 
 const { app, owner, smtp } = useOwnerApp(test, { workspace: 'Remindco', smtp: true });
 
@@ -84,4 +89,28 @@ test.serial('no mail configured: nothing is sent or claimed; with mail, three ov
   // Later runs send nothing more.
   t.deepEqual(await sendReminders(app.db, mailers[0], app.url, options), { sent: 0, failed: 0 });
   t.is(smtp.mails.filter((m) => /Subject: Reminder/.test(m.text)).length, due.length);
+});
+
+postgresSerial('three `quoting worker` processes started at once mail each due quote once; without SMTP_URL a run sends nothing', async (t) => {
+  t.timeout(300_000);
+  const who = await signUpOwner(app, 'Cronco');
+  t.is((await who.client.patch('/api/v1/workspace/reminders', { reminder_days: 2 })).status, 200);
+  const due = await Promise.all([0, 1, 2, 1, 0, 2].map((days) => quote(who, inDays(days))));
+  const env = { DATABASE_URL: app.database.url!, APP_URL: app.url };
+
+  const mailless = await runCli(['worker'], { env });
+  t.is(mailless.code, 0, mailless.stderr);
+  t.is(mailless.stdout, '');
+  t.is((await app.db('quotes').whereIn('id', due.map((q) => q.id)).whereNotNull('reminded_at')).length, 0);
+
+  const runs = await Promise.all([1, 2, 3].map(() => runCli(['worker'], { env: { ...env, SMTP_URL: smtp.url } })));
+  for (const run of runs) {
+    t.is(run.code, 0, run.stderr);
+    t.regex(run.stdout, /^(|Reminders: \d+ sent\.\n)$/);
+  }
+  t.is(runs.reduce((n, run) => n + Number(/^Reminders: (\d+)/.exec(run.stdout)?.[1] ?? 0), 0), due.length);
+  for (const q of due) {
+    t.is(mailsTo(q.email).length, 1, q.quote_number);
+    t.is(await remindersOf(q.id), 1);
+  }
 });
