@@ -5,6 +5,7 @@ import { onPoolerMismatch } from '../db/pooler.js';
 import { createApp } from '../server/app.js';
 import { InFlight } from '../server/in-flight.js';
 import { createMailer } from '../mail/mailer.js';
+import { keepSendingReminders } from '../quotes/reminders.js';
 import { log } from '../log.js';
 import { listenForAuthChanges, SessionCache, sessionCacheSeconds } from '../auth/session-cache.js';
 import { scheduleDeliveries } from '../webhooks/run.js';
@@ -55,6 +56,8 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo, runPro
   const stopSchedules = new AbortController();
   const purging = database.kind === 'pglite' ? keepPurgingTracking(database.knex, config, stopSchedules.signal) : Promise.resolve();
   // And autovacuum's work, which PGlite has no process for (db/maintenance.ts); between requests where it can be.
+  // And the reminders before expiry (on PostgreSQL, `quoting worker` sends them).
+  const reminding = database.kind === 'pglite' ? keepSendingReminders(database.knex, mailer, config.APP_URL, { events: config.WEBHOOKS_ENABLED }, stopSchedules.signal) : Promise.resolve();
   const maintaining = database.kind === 'pglite' ? keepMaintainingTables(database.knex, stopSchedules.signal, () => inFlight.drained()) : Promise.resolve();
   // The embedded database admits no other process: the other commands run here, sent through DATA_DIR/quoting.sock,
   // with this server's settings (the caller sends none).
@@ -88,7 +91,7 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo, runPro
     mailer?.close();
     await stopDeliveries();
     stopSchedules.abort();
-    await Promise.all([purging, maintaining]);
+    await Promise.all([purging, reminding, maintaining]);
     await stopListening();
     await database.close();
     process.exit(exitCode);

@@ -9,6 +9,8 @@ import type { Config } from '../config.js';
 import { DataDirInUse } from '../db/database.js';
 import { findWorkspaceBySlug } from '../workspaces/service.js';
 import { keepPurgingTracking, purgeExpiredTracking } from '../tracking/retention.js';
+import { createMailer } from '../mail/mailer.js';
+import { keepSendingReminders, sendReminders } from '../quotes/reminders.js';
 import { commandConfig, servedCommand, withDatabase } from './context.js';
 import { say, type CommandIo } from './io.js';
 
@@ -35,6 +37,16 @@ export async function workerCommand(opts: Record<string, unknown>, io: CommandIo
   }
 }
 
+/** One run's reminders before expiry (none without SMTP_URL). */
+async function remind(knex: Knex, config: Config) {
+  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
+  try {
+    return await sendReminders(knex, mailer, config.APP_URL, { events: config.WEBHOOKS_ENABLED });
+  } finally {
+    mailer?.close();
+  }
+}
+
 async function deliver(config: Config, settings: WorkerSettings, opts: Record<string, unknown>, io: CommandIo): Promise<void> {
   await withDatabase(
     config,
@@ -48,10 +60,14 @@ async function deliver(config: Config, settings: WorkerSettings, opts: Record<st
         // doctor tells a live watcher from a dead one by this record, so it is refreshed while watching.
         const heartbeat = setInterval(() => void recordRun(knex, 'watch', 0).catch(() => undefined), 30_000);
         void keepPurgingTracking(knex, config, signal);
+        const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM);
+        const reminding = keepSendingReminders(knex, mailer, config.APP_URL, { events: config.WEBHOOKS_ENABLED }, signal);
         try {
           await watchDeliveries(database, settings, signal);
         } finally {
           clearInterval(heartbeat);
+          await reminding;
+          mailer?.close();
         }
         return;
       }
@@ -59,6 +75,8 @@ async function deliver(config: Config, settings: WorkerSettings, opts: Record<st
       // the one batch in hand finish and be recorded instead of killing the process mid-batch.
       void io.signal;
       await purgeExpiredTracking(knex, config);
+      const reminded = await remind(knex, config);
+      if (reminded.sent || reminded.failed) say(io.stdout, `Reminders: ${reminded.sent} sent${reminded.failed ? `, ${reminded.failed} refused by the mail server (tried again next run)` : ''}.`);
       const started = new Date(Date.now() - 1000);
       const worker = new DeliveryWorker(knex, settings);
       try {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
-import { Html, renderHtml, templateText, type HtmlValue } from '../templates.js';
+import { html, Html, renderHtml, templateText, type HtmlValue } from '../templates.js';
 import { amountText, isZeroAmount } from '../money.js';
-import { longDateText } from '../dates.js';
+import { longDateText, timeText } from '../dates.js';
 import { HttpError } from '../errors.js';
 import type { QuoteStatus } from '../quotes/schema.js';
 import type { PublicQuote, PageSeller } from '../quotes/public.js';
@@ -56,23 +56,79 @@ export function offersPayment(quote: QuoteJson, payable: boolean): boolean {
   return payable && quote.status === 'accepted' && !expiredOn(quote);
 }
 
-function stateOf(quote: QuoteJson, workspace: string, token: string, payable: boolean): Html {
+/** A refused answer shown again: which form, what was typed, and the field at fault with its message. */
+export interface AnswerAttempt {
+  action: 'accept' | 'decline';
+  form: Record<string, unknown>;
+  error: { field: string; message: string };
+}
+
+const typed = (form: Record<string, unknown>, name: string) => (typeof form[name] === 'string' ? (form[name] as string) : '');
+
+/** The answer forms of a sent quote, with a refused attempt's input kept and its error beside its field. */
+function answerForms(token: string, workspace: string, attempt?: AnswerAttempt): Html {
+  const at = (action: AnswerAttempt['action'], field: string) => attempt?.action === action && attempt.error.field === field;
+  const errorOf = (action: AnswerAttempt['action'], field: string) => (at(action, field) ? part('field-error', { id: `${action}-${field}-error`, message: attempt!.error.message }) : null);
+  const attrsOf = (action: AnswerAttempt['action'], field: string) => (at(action, field) ? html` aria-invalid="true" aria-describedby="${action}-${field}-error"` : null);
+  const form = attempt?.form ?? {};
+  const mine = (action: AnswerAttempt['action'], name: string) => (attempt?.action === action ? typed(form, name) : '');
+  const agreed = attempt?.action === 'accept' && ['yes', 'on', 'true', '1'].includes(typed(form, 'agree'));
+  return part('state-sent', {
+    token,
+    workspace,
+    accept_name: mine('accept', 'name'),
+    accept_name_attrs: attrsOf('accept', 'name'),
+    accept_name_error: errorOf('accept', 'name'),
+    agree_attrs: html`${agreed ? html` checked` : ''}${attrsOf('accept', 'agree')}`,
+    agree_error: errorOf('accept', 'agree'),
+    decline_open: attempt?.action === 'decline' ? html` open` : null,
+    decline_name: mine('decline', 'name'),
+    decline_name_attrs: attrsOf('decline', 'name'),
+    decline_name_error: errorOf('decline', 'name'),
+    decline_reason: mine('decline', 'reason'),
+    reason_attrs: attrsOf('decline', 'reason'),
+    reason_error: errorOf('decline', 'reason'),
+  });
+}
+
+interface AnswerRecord {
+  name: string | null;
+  ip: string | null;
+  accepted_at?: string;
+  declined_at?: string;
+  content_sha256?: string;
+  reason?: string | null;
+}
+
+function acceptanceRecord(quote: QuoteJson): Html | null {
+  const record = quote.acceptance as AnswerRecord | null | undefined;
+  if (!record) return null;
+  return part('acceptance-record', { name: record.name ?? '—', time: timeText(record.accepted_at), ip: record.ip ?? 'unknown', hash: record.content_sha256 ?? '' });
+}
+
+function declineRecord(quote: QuoteJson): Html | null {
+  const record = quote.decline as AnswerRecord | null | undefined;
+  if (!record) return null;
+  return part('decline-record', { name: record.name ?? '—', time: timeText(record.declined_at), ip: record.ip ?? 'unknown', reason: record.reason ?? '—' });
+}
+
+function stateOf(quote: QuoteJson, workspace: string, token: string, payable: boolean, attempt?: AnswerAttempt): Html {
   const total = amountText(String(quote.currency), quote.total);
   const expired = expiredOn(quote);
   switch (quote.status) {
     case 'sent':
       // Past valid_until nothing can be answered: no buttons, and a post to accept or decline changes nothing.
-      return expired ? part('state-expired', { date: longDateText(expired), workspace }) : part('state-sent', { token, workspace });
+      return expired ? part('state-expired', { date: longDateText(expired), workspace }) : answerForms(token, workspace, attempt);
     case 'accepted': {
       const pay = offersPayment(quote, payable) ? part('pay', { token, total }) : payable && expired ? part('expired-unpaid', { date: longDateText(expired), workspace }) : null;
-      return part('state-accepted', { date: longDateText(quote.accepted_at), pay });
+      return part('state-accepted', { date: longDateText(quote.accepted_at), record: acceptanceRecord(quote), pay });
     }
     case 'declined':
-      return part('state-declined', { date: longDateText(quote.declined_at) });
+      return part('state-declined', { date: longDateText(quote.declined_at), record: declineRecord(quote) });
     case 'cancelled':
-      return part('state-cancelled', { workspace, date: longDateText(quote.cancelled_at) });
+      return part('state-cancelled', { workspace, date: longDateText(quote.cancelled_at), record: acceptanceRecord(quote) });
     case 'paid':
-      return part('state-paid', { date: longDateText(quote.paid_at) });
+      return part('state-paid', { date: longDateText(quote.paid_at), record: acceptanceRecord(quote) });
     default:
       return new Html('');
   }
@@ -100,7 +156,13 @@ function sellerCard(seller: PageSeller | undefined, token: string): Html | null 
   });
 }
 
-export function quotePage({ quote, workspace, seller }: Pick<PublicQuote, 'quote' | 'workspace'> & { seller?: PageSeller }, lines: LineJson[], token: string, payable: boolean): Html {
+export function quotePage(
+  { quote, workspace, seller }: Pick<PublicQuote, 'quote' | 'workspace'> & { seller?: PageSeller },
+  lines: LineJson[],
+  token: string,
+  payable: boolean,
+  attempt?: AnswerAttempt,
+): Html {
   const currency = String(quote.currency);
   const rate = String(quote.tax_rate ?? '0');
   const expiredSent = quote.status === 'sent' && expiredOn(quote) !== null;
@@ -133,7 +195,7 @@ export function quotePage({ quote, workspace, seller }: Pick<PublicQuote, 'quote
     seller: sellerCard(seller, token),
     terms: seller?.terms ? part('terms', { terms: seller.terms }) : null,
     token,
-    state: stateOf(quote, workspace.name, token, payable),
+    state: stateOf(quote, workspace.name, token, payable, attempt),
   });
   return part('layout', { title: `Quote ${quote.quote_number} from ${workspace.name}`, content });
 }

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../http/deps.js';
-import { isDatabaseUnavailable } from '../errors.js';
+import { isDatabaseUnavailable, Validation } from '../errors.js';
 import { errorFields, log } from '../log.js';
 import { answerQuote, logoByToken, quotePdfByToken, viewQuote } from '../quotes/public.js';
 import { pdfFileName } from '../quotes/pdf.js';
@@ -12,8 +12,9 @@ import { messagePage, offersPayment, publicErrorPage, quotePage, securityHeaders
 /**
  * HTML pages outside the JSON API: the public quote page /q/{token}, where the token in the URL is the
  * only credential. GET shows the quote (and records the first view of a sent quote); POST .../accept and
- * .../decline answer the quote as the customer and redirect (302) back to the page, whatever the outcome
- * (an expired quote, past its valid_until, is left as it is and its page says so).
+ * .../decline answer the quote as the customer, who types their name (and ticks that they accept), and redirect
+ * (302) back to the page, whatever the outcome (an expired quote, past its valid_until, is left as it is and its page
+ * says so); a form without the name or the tick is the page again, 422, with the input kept and the field's message.
  */
 export function pageRouter(deps: AppDeps): Router {
   const { db, config } = deps;
@@ -64,14 +65,25 @@ export function pageRouter(deps: AppDeps): Router {
     sendHtml(ctx, 200, quotePage(found, found.lines, token, payable), offersPayment(found.quote, payable) ? formTargets : []);
   });
 
-  const answers: [string, Extract<QuoteStatus, 'accepted' | 'declined'>][] = [
+  const answers: ['accept' | 'decline', Extract<QuoteStatus, 'accepted' | 'declined'>][] = [
     ['accept', 'accepted'],
     ['decline', 'declined'],
   ];
   for (const [action, to] of answers) {
     router.post(`/q/:token/${action}`, htmlErrors, async (ctx) => {
       const token = ctx.params.token;
-      await db.transaction((trx) => answerQuote(trx, token, to, { events: config.WEBHOOKS_ENABLED }));
+      const body = (ctx.request as { body?: unknown }).body;
+      const form = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+      // ctx.ip is X-Forwarded-For's first address only with TRUST_PROXY=1 (koa's proxy setting), else the peer's.
+      const origin = { ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null };
+      try {
+        await db.transaction((trx) => answerQuote(trx, token, to, form, origin, { events: config.WEBHOOKS_ENABLED }));
+      } catch (err) {
+        if (!(err instanceof Validation)) throw err;
+        // The page again, 422, with what was typed and the message beside its field.
+        const found = await viewQuote(db, token, { events: config.WEBHOOKS_ENABLED, recordView: false });
+        return sendHtml(ctx, 422, quotePage(found, found.lines, token, payable, { action, form, error: { field: err.field, message: err.message } }), []);
+      }
       // Answered now or already before: the page shows the current state.
       securityHeaders(ctx, []);
       ctx.redirect(`/q/${encodeURIComponent(token)}`);

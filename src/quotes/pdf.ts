@@ -29,7 +29,7 @@ function fontFiles() {
  * answered. Optional: drawn when the input or the quote (`quote.acceptance`) carries it.
  */
 export interface PdfAcceptance {
-  name: string;
+  name: string | null;
   /** When it was given (ISO timestamp). */
   at?: string | null;
   accepted_at?: string | null;
@@ -90,7 +90,9 @@ export const pdfFileName = (quote: QuoteJson) => `Quote-${quote.quote_number.rep
 
 export function renderQuotePdf(input: QuotePdfInput): Promise<Buffer> {
   const { quote, lines, seller } = input;
-  const acceptance = input.acceptance ?? ((quote as { acceptance?: PdfAcceptance | null }).acceptance ?? null);
+  // The quote's stored record of its answer (acceptance or decline) unless the caller gives one.
+  const stored = quote as { acceptance?: PdfAcceptance | null; decline?: PdfAcceptance | null };
+  const acceptance = input.acceptance ?? stored.acceptance ?? stored.decline ?? null;
   const currency = String(quote.currency);
   const zone = seller.time_zone;
   const sellerName = seller.legal_name ?? seller.name;
@@ -275,7 +277,7 @@ function statusSentence(quote: QuoteJson, seller: string, zone: string | null): 
 function acceptanceText(a: PdfAcceptance, zone: string | null): string {
   const at = a.at ?? a.accepted_at ?? a.declined_at;
   return [
-    `Name: ${a.name}`,
+    `Name: ${a.name ?? '—'}`,
     ...(at ? [`Time: ${timeText(at, zone)}`] : []),
     ...(a.ip ? [`IP address: ${a.ip}`] : []),
     ...(a.user_agent ? [`Browser: ${a.user_agent}`] : []),

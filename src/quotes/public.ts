@@ -4,9 +4,11 @@ import { scoped } from '../db/scoped.js';
 import { NotFound, PaymentRequired } from '../errors.js';
 import { lockReason } from '../workspaces/model.js';
 import type { Workspace } from '../accounts.js';
-import type { QuoteStatus } from './schema.js';
+import { acceptBody, declineBody, type QuoteStatus } from './schema.js';
 import { linesOf, quoteJson, recordActivity, type LineJson, type QuoteJson } from './service.js';
-import { expiredOn, transition } from './transitions.js';
+import { expiredOn } from './transitions.js';
+import { recordAnswer, type AnswerOrigin } from './answers.js';
+import { parseInput } from '../schema/parse.js';
 import { logoOf, sellerOf, type Seller } from '../workspaces/profile.js';
 import { quotePdfFor } from './pdf.js';
 
@@ -102,14 +104,24 @@ async function recordFirstView(db: Db, { quote, access }: PublicQuote): Promise<
 }
 
 /**
- * The customer accepts or declines a sent quote. A quote already answered (or cancelled), or expired (past its
- * valid_until), is left as it is: the page then shows its current state. 404 when unknown, 402 when the workspace
- * is locked.
+ * The customer accepts or declines a sent quote from its page, typing their full name (and ticking that they accept
+ * the quote and its terms, or giving an optional reason to decline): 422 naming the field otherwise. The answer is
+ * recorded with its evidence (answers.ts). A quote already answered (or cancelled), or expired (past its
+ * valid_until), is left as it is, whatever the form says: the page then shows its current state. 404 when unknown,
+ * 402 when the workspace is locked.
  */
-export async function answerQuote(trx: Db, token: string, to: Extract<QuoteStatus, 'accepted' | 'declined'>, options: { events: boolean }): Promise<QuoteJson> {
+export async function answerQuote(
+  trx: Db,
+  token: string,
+  to: Extract<QuoteStatus, 'accepted' | 'declined'>,
+  form: unknown,
+  origin: AnswerOrigin,
+  options: { events: boolean },
+): Promise<QuoteJson> {
   const { quote, access } = await openQuote(trx, token, { ...options, forUpdate: true });
   if (quote.status !== 'sent' || expiredOn(quote)) return quote;
-  return transition(trx, access, quote, to, `Quote ${quote.quote_number} ${to} by the customer on the quote page.`);
+  const answer = to === 'accepted' ? parseInput(acceptBody, form) : parseInput(declineBody, form);
+  return recordAnswer(trx, access, quote, to, answer, origin, 'on the quote page');
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Context } from 'koa';
 import { z } from 'zod';
 import { fileReply, jsonList, jsonText, reply, type Api } from '../http/api.js';
 import { pdfFileName, quotePdfFor } from './pdf.js';
@@ -7,12 +8,16 @@ import { calendarDate, currency, money } from '../schema/output.js';
 import { publicUrl, sendQuote } from './send.js';
 import { lookupQuote } from './public.js';
 import {
-  activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, sendQuoteBody, updateQuoteBody, type QuoteStatus,
+  activityOut, createQuoteBody, quoteStatuses, externalQuoteBody, lineChanges, lineInput, lineOut, listQuotesQuery, quoteOut, recordAcceptBody, recordDeclineBody, sendQuoteBody, updateQuoteBody, type QuoteStatus,
 } from './schema.js';
 import {
-  addLine, createExternalQuote, createQuote, deleteQuote, getQuote, listQuotes, readableQuote, removeLine, updateLine, updateQuote, type QuoteText,
+  addLine, createExternalQuote, createQuote, deleteQuote, duplicateQuote, getQuote, listQuotes, readableQuote, removeLine, updateLine, updateQuote, type QuoteText,
 } from './service.js';
 import { transitionQuote } from './transitions.js';
+import { recordAnswerThroughApi, type AnswerOrigin } from './answers.js';
+
+/** Where a request came from: X-Forwarded-For's first address only with TRUST_PROXY=1 (koa's proxy setting). */
+const originOf = (ctx: Context): AnswerOrigin => ({ ip: ctx.ip || null, userAgent: ctx.get('user-agent') || null });
 
 /** `{quote, lines}` from their JSON text, sent as it is. */
 const quoteText = ({ quote, lines }: QuoteText) => jsonText(`{"quote":${quote},"lines":${lines}}`);
@@ -87,6 +92,18 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
 
   api.route(
     {
+      method: 'post', path: '/quotes/{id}/duplicate', tag, auth: 'session', status: 201, response: full,
+      summary: 'Copy a quote of any status into a new draft; emits quote.created',
+      description:
+        'The draft has the original\'s customer, channel, currency, lines, discount_amount, tax_rate and notes, a new quote_number and ' +
+        'public_token, and the valid_until POST /quotes gives a quote without one (the profile\'s default_validity_days, else none). Needs read access to the original\'s channel and write access to it ' +
+        'for the copy (403 otherwise).',
+    },
+    async ({ params, auth }) => quoteText(await db.transaction((trx) => duplicateQuote(trx, auth.access, params.id))),
+  );
+
+  api.route(
+    {
       method: ['patch', 'put'], path: '/quotes/{id}', tag, auth: 'session', body: updateQuoteBody, response: one,
       summary: 'Change discount_amount, tax_rate, currency, notes or valid_until of a draft (409 otherwise); emits quote.updated',
     },
@@ -137,9 +154,33 @@ export function quoteRoutes(api: Api, { db, config, mailer }: AppDeps): void {
     'Past the quote\'s valid_until (the last day, UTC, on which it holds) it can no longer be accepted or paid: 409 naming valid_until, as ' +
     'the public page shows "This quote expired on …" without buttons. It can still be declined or cancelled. A Stripe payment started in time ' +
     'is recorded whenever it completes.';
+  const answerNote =
+    'The answer is recorded on the quote (acceptance or decline): name (the customer\'s, when given), time, the caller\'s address and ' +
+    'User-Agent, and for an acceptance the SHA-256 of the content accepted. Customers answer on the public page, where the name is required.';
+  api.route(
+    {
+      method: 'post', path: '/quotes/{id}/accept', tag, auth: 'session', body: recordAcceptBody, response: one,
+      summary: 'sent → accepted, until valid_until has passed, with the name of who accepted; emits quote.accepted (its quote carries acceptance)',
+      description: `${expiry} ${answerNote}`,
+      errors: { 409: 'Not allowed from the current status, or the quote has expired (valid_until has passed)' },
+    },
+    async ({ params, body, auth, ctx }) => ({
+      quote: await db.transaction((trx) => recordAnswerThroughApi(trx, auth.access, params.id, 'accepted', body, originOf(ctx))),
+    }),
+  );
+  api.route(
+    {
+      method: 'post', path: '/quotes/{id}/decline', tag, auth: 'session', body: recordDeclineBody, response: one,
+      summary: 'sent → declined, with the name of who declined and an optional reason; emits quote.declined (its quote carries decline)',
+      description: answerNote,
+      errors: { 409: 'Not allowed from the current status' },
+    },
+    async ({ params, body, auth, ctx }) => ({
+      quote: await db.transaction((trx) => recordAnswerThroughApi(trx, auth.access, params.id, 'declined', body, originOf(ctx))),
+    }),
+  );
+
   const moves: [string, QuoteStatus, string, string | undefined][] = [
-    ['accept', 'accepted', 'sent → accepted, until valid_until has passed; emits quote.accepted', expiry],
-    ['decline', 'declined', 'sent → declined; emits quote.declined', undefined],
     ['cancel', 'cancelled', 'draft, sent or accepted → cancelled; emits quote.cancelled', undefined],
     ['mark-paid', 'paid', 'accepted → paid, until valid_until has passed; emits quote.paid', expiry],
   ];

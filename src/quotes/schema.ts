@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { booleanInput, currencyInput, dateInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, moneyInput, optionalLine, optionalText, percentInput, quantityInput, SKU_MAX } from '../schema/input.js';
+import { booleanInput, currencyInput, dateInput, emailInput, enumFilter, filterInput, idFilterInput, idInput, moneyInput, optionalLine, optionalText, percentInput, quantityInput, requiredText, SKU_MAX } from '../schema/input.js';
 import { calendarDate, currency, id, money, quantity, timestamp } from '../schema/output.js';
 
 export const quoteStatuses = ['draft', 'sent', 'accepted', 'declined', 'cancelled', 'paid'] as const;
@@ -59,6 +59,26 @@ export const draftBody = updateQuoteBody.extend({
 export type DraftInput = z.output<typeof draftBody>;
 export type DraftLine = DraftInput['lines'][number];
 
+/**
+ * A customer's answer on the quote page: the full name they typed, for an acceptance the ticked box saying they accept
+ * the quote and its terms, for a decline an optional reason.
+ */
+export const acceptBody = z.object({
+  name: requiredText(200).describe('The full name of the person accepting'),
+  agree: booleanInput.refine((v) => v, 'tick the box to accept the quote and its terms').describe('"I accept this quote and its terms": must be true'),
+});
+export const declineBody = z.object({
+  name: requiredText(200).describe('The full name of the person declining'),
+  reason: optionalText(2000).describe('Why, if they say'),
+});
+
+/** `POST /quotes/{id}/accept` and `/decline` by a user recording the customer's answer: who answered, when known. */
+export const recordAcceptBody = z.object({ name: optionalLine(200).describe('The full name of the person who accepted') });
+export const recordDeclineBody = z.object({
+  name: optionalLine(200).describe('The full name of the person who declined'),
+  reason: optionalText(2000).describe('Why, if they said'),
+});
+
 export const sendQuoteBody = z.object({ notify: booleanInput.optional().describe('false: mark sent without mailing the customer') });
 
 export const listQuotesQuery = z.object({
@@ -69,6 +89,27 @@ export const listQuotesQuery = z.object({
 });
 export type QuoteFilters = z.output<typeof listQuotesQuery>;
 
+
+const answerFields = {
+  name: z.string().nullable().describe('The full name typed by the customer (or given by the user who recorded the answer; null when none was)'),
+  ip: z.string().nullable().describe('The address the answer came from (X-Forwarded-For only with TRUST_PROXY=1)'),
+  user_agent: z.string().nullable().describe('The browser\'s User-Agent, at most 500 characters'),
+  actor: z.enum(['customer', 'user', 'api']).describe('customer: on the quote page; user or api: recorded through the API or the app'),
+};
+
+export const acceptanceOut = z.object({
+  ...answerFields,
+  accepted_at: timestamp,
+  content_sha256: z.string().regex(/^[0-9a-f]{64}$/).describe(
+    'SHA-256 (hex) of the content accepted: RFC 8785 canonical JSON of the quote number, currency, lines, totals, validity, notes and terms',
+  ),
+}).meta({ id: 'QuoteAcceptance' });
+
+export const declineOut = z.object({
+  ...answerFields,
+  declined_at: timestamp,
+  reason: z.string().nullable(),
+}).meta({ id: 'QuoteDecline' });
 
 export const quoteOut = z.object({
   id,
@@ -96,6 +137,8 @@ export const quoteOut = z.object({
   paid_at: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
+  acceptance: acceptanceOut.nullable().describe('Who accepted, when, from where, and the hash of what they accepted; null until accepted'),
+  decline: declineOut.nullable().describe('Who declined, when, from where, and why; null unless declined'),
 }).meta({ id: 'Quote' });
 
 export const lineOut = z.object({

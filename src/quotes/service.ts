@@ -331,6 +331,31 @@ export async function createQuote(
   return { quote, lines: created.lines };
 }
 
+/**
+ * `POST /quotes/{id}/duplicate`, from any status: a new draft with the original's customer (its name and email as the
+ * original keeps them), channel, currency, lines, discount, tax rate and notes, under a new number and token, and
+ * the validity a new quote gets when it names none (the profile's default_validity_days, else no end date). Reading
+ * the original needs read access to its channel, the copy write access, as creating a quote in it does. `quote.created` carries the copy and its lines.
+ */
+export async function duplicateQuote(trx: Db, access: Access, id: number): Promise<QuoteText> {
+  const workspaceId = access.workspaceId;
+  const original = await accessibleQuote(trx, access, id, 'read');
+  await assertChannelAccess(trx, access, original.channel_id, 'write');
+  const lines = (await linesOf(trx, access, id)).map((line, index) => ({
+    ord: index, variant_id: line.variant_id, sku: line.sku, description: line.description, quantity: line.quantity, price: line.price,
+  }));
+  const publicToken = randomToken(24);
+  const q = original as QuoteJson & Record<'discount_amount' | 'tax_rate' | 'customer_name' | 'customer_email' | 'currency' | 'notes', string | null> & { customer_id: number | null };
+  const [created] = await insertQuote(trx, [
+    JSON.stringify(lines), q.discount_amount, q.tax_rate,
+    workspaceId, `pending:${publicToken}`, q.customer_id, q.customer_name, q.customer_email, q.channel_id,
+    q.currency, q.notes, null, publicToken, null,
+    workspaceId, workspaceId,
+  ]);
+  const quote = await takeQuoteNumber(trx, access, created.id!, created.lines);
+  return { quote, lines: created.lines };
+}
+
 /** `POST /quotes/external`: idempotent on external_id (the first quote is returned, 200). */
 export async function createExternalQuote(
   trx: Db,

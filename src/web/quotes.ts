@@ -13,7 +13,7 @@ import { getChannel } from '../channels/service.js';
 import { getCustomer } from '../customers/service.js';
 import { convertQuote, orderOfQuote } from '../orders/service.js';
 import { listQuotesQuery, quoteStatuses, sendQuoteBody, type QuoteStatus } from '../quotes/schema.js';
-import { deleteQuote, getQuote, quoteListPage, readableQuote, type QuoteJson, type QuoteListRow } from '../quotes/service.js';
+import { deleteQuote, duplicateQuote, getQuote, quoteListPage, readableQuote, type QuoteJson, type QuoteListRow } from '../quotes/service.js';
 import { publicUrl, sendQuote } from '../quotes/send.js';
 import { expiredOn, transitionQuote } from '../quotes/transitions.js';
 import { quoteBrowsing, type EventJson } from '../tracking/service.js';
@@ -145,6 +145,7 @@ ${pager('/app/quotes', query, found, 'quotes', cursorOf(found.rows))}`,
       if ((status === 'accepted' || status === 'paid') && !order) actions.push(button('convert', 'Convert to order', 'good'));
       if (status === 'draft' || status === 'sent' || status === 'accepted') actions.push(button('cancel', 'Cancel quote', 'danger', `Cancel quote ${number}?`));
       if (status === 'draft') actions.push(button('delete', 'Delete draft', 'danger', `Delete the draft ${number}? This cannot be undone.`));
+      actions.push(button('duplicate', 'Copy quote', ''));
     }
     const url = status === 'draft' ? null : publicUrl(config.APP_URL, quote);
     const lineRows = lines.map(
@@ -175,6 +176,7 @@ ${pager('/app/quotes', query, found, 'quotes', cursorOf(found.rows))}`,
     <div><dt>Valid until</dt><dd>${validity(quote)}</dd></div>
     <div><dt>Total</dt><dd>${money(quote.total)}</dd></div>
     ${stamps.filter(([, at]) => at).map(([label, at]) => html`<div><dt>${label}</dt><dd>${timeText(at)}</dd></div>`)}
+    ${answerRecord(quote)}
   </dl>
 </section>
 <section class="card" aria-labelledby="h-actions">
@@ -254,11 +256,24 @@ ${pager('/app/quotes', query, found, 'quotes', cursorOf(found.rows))}`,
       const name = String(order.order_number ?? order.id);
       return redirect(`/app/orders/${order.id}`, created ? `Quote ${quote.quote_number} converted to order ${name}.` : `Quote ${quote.quote_number} was converted before: this is its order ${name}.`);
     }),
+    action('duplicate', async ({ auth, params }, quote) => {
+      const copy = JSON.parse((await db.transaction((trx) => duplicateQuote(trx, auth.access, params.id))).quote) as QuoteJson;
+      return redirect(back(copy.id), `Quote ${copy.quote_number} is a new draft copied from ${quote.quote_number}: edit it, then send it.`);
+    }),
     action('delete', async ({ auth, params }, quote) => {
       await db.transaction((trx) => deleteQuote(trx, auth.access, params.id));
       return redirect('/app/quotes', `Quote ${quote.quote_number} deleted.`);
     }),
   ];
+}
+
+/** Who accepted or declined the quote, from where, and the hash of what was accepted (the evidence the quote keeps). */
+function answerRecord(quote: QuoteJson): Html {
+  const accepted = quote.acceptance as { name: string | null; ip: string | null; content_sha256: string } | null;
+  const declined = quote.decline as { name: string | null; ip: string | null; reason: string | null } | null;
+  const from = (ip: string | null) => html`<span class="sku">from ${ip ?? 'an unknown address'}</span>`;
+  return html`${accepted ? html`<div><dt>Accepted by</dt><dd>${accepted.name ?? html`<span class="muted">No name given</span>`}${from(accepted.ip)}<span class="sku">SHA-256 ${accepted.content_sha256}</span></dd></div>` : ''}
+    ${declined ? html`<div><dt>Declined by</dt><dd>${declined.name ?? html`<span class="muted">No name given</span>`}${from(declined.ip)}${declined.reason ? html`<span class="sku">${declined.reason}</span>` : ''}</dd></div>` : ''}`;
 }
 
 /** The latest tracking events of the quote's customer: when, what, and which page or product. */

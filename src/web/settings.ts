@@ -7,10 +7,10 @@ import type { AppDeps } from '../http/deps.js';
 import type { Principal } from '../http/principal.js';
 import type { Workspace } from '../accounts.js';
 import { parseInput } from '../schema/parse.js';
-import { profileBody, workspaceSettingsBody } from '../workspaces/schema.js';
+import { profileBody, reminderSettingsBody, workspaceSettingsBody } from '../workspaces/schema.js';
 import { getProfile, LOGO_MAX_BYTES, removeLogo, setLogo, updateProfile, type Profile } from '../workspaces/profile.js';
 import { smallUpload } from '../http/bytes.js';
-import { updateWorkspaceSettings } from '../workspaces/service.js';
+import { reminderSettings, updateReminderSettings, updateWorkspaceSettings } from '../workspaces/service.js';
 import { lockReason } from '../workspaces/model.js';
 import { dateText } from './dates.js';
 import { page, redirect, type PageDef, type PageInput } from './page.js';
@@ -95,15 +95,16 @@ function profileCard(profile: Profile, values: ProfileValues, errors: FieldError
 </section>`;
 }
 
-export function settingsPages({ db }: AppDeps): PageDef[] {
-  const workspacePage = (
+export function settingsPages({ db, mailer }: AppDeps): PageDef[] {
+  const workspacePage = async (
     input: PageInput<unknown>,
-    values: { name: string; time_zone: string },
+    values: { name: string; time_zone: string; reminder_days?: string },
     errors: FieldErrors,
     profile: Profile,
     profileForm: ProfileValues = profileValues(profile),
   ) => {
     const { auth } = input;
+    const reminderDays = values.reminder_days ?? String((await reminderSettings(db, auth.access)).reminder_days ?? '');
     const workspace = auth.workspace;
     return shell(auth, {
       title: 'Settings',
@@ -119,6 +120,15 @@ ${settingsTabs(auth, '/app/settings')}
     ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true, autocomplete: 'organization', hint: 'Customers see it on quotes.' })}
     ${field({ name: 'time_zone', label: 'Time zone', value: values.time_zone, errors, autocomplete: 'off', hint: 'The pages show dates and times in it: an IANA name such as Europe/Paris. Empty means UTC.', attrs: html` list="time-zones" spellcheck="false"` })}
     ${zoneOptions}
+    <div class="actions"><button type="submit" class="primary">Save</button></div>
+  </form>
+</section>
+<section class="card" aria-labelledby="reminders-heading">
+  <h2 id="reminders-heading">Reminders before a quote expires</h2>
+  ${formProblem(errors, ['reminder_days'])}
+  <form method="post" action="/app/settings/reminders" class="stack" novalidate>
+    ${field({ name: 'reminder_days', label: 'Days before the end of validity', type: 'number', value: reminderDays, errors, autocomplete: 'off', hint: 'The customer of a sent quote is mailed once, this many days before its valid until date (1 to 365). Empty: no reminders.', attrs: html` min="1" max="365" step="1" inputmode="numeric"` })}
+    ${mailer ? '' : html`<p class="hint">Mail is not set up on this server (SMTP_URL): no reminder is sent until it is.</p>`}
     <div class="actions"><button type="submit" class="primary">Save</button></div>
   </form>
 </section>
@@ -180,6 +190,16 @@ ${profileCard(profile, profileForm, errors)}
         await removeLogo(db, auth.access);
         return redirect('/app/settings', 'The logo is removed.');
       },
+    }),
+    page({
+      method: 'post', path: '/app/settings/reminders', who: 'owner',
+      handle: async ({ form, auth }) => {
+        const body = parseInput(reminderSettingsBody, { reminder_days: formText(form, 'reminder_days') });
+        const { reminder_days: days } = await updateReminderSettings(db, auth.access, body);
+        return redirect('/app/settings', days === null ? 'Reminders are off.' : `Customers are reminded ${days} day${days === 1 ? '' : 's'} before a quote's validity ends.`);
+      },
+      invalid: async (input, error) =>
+        workspacePage(input, { ...current(input), reminder_days: formText(input.form, 'reminder_days') }, fieldErrors(error), await getProfile(db, input.auth.access)),
     }),
   ];
 }

@@ -3,9 +3,9 @@ import { fileReply, type Api } from '../http/api.js';
 import { smallUpload } from '../http/bytes.js';
 import { NotFound } from '../errors.js';
 import type { AppDeps } from '../http/deps.js';
-import { adminWorkspaceOut, adminWorkspacePatch, createWorkspaceBody, keysOut, profileBody, profileOut, workspaceOut } from './schema.js';
+import { adminWorkspaceOut, adminWorkspacePatch, createWorkspaceBody, keysOut, profileBody, profileOut, reminderSettingsBody, reminderSettingsOut, workspaceOut } from './schema.js';
 import { getProfile, LOGO_MAX_BYTES, logoOf, removeLogo, setLogo, updateProfile } from './profile.js';
-import { createWorkspace, listWorkspaces, rotateKeys, updateWorkspaceStatus } from './service.js';
+import { createWorkspace, listWorkspaces, reminderSettings, rotateKeys, updateReminderSettings, updateWorkspaceStatus } from './service.js';
 
 export function workspaceRoutes(api: Api, { db, config }: AppDeps): void {
   api.tag('Workspace', "The caller's workspace and its API keys");
@@ -26,6 +26,22 @@ export function workspaceRoutes(api: Api, { db, config }: AppDeps): void {
   api.route(
     { method: 'get', path: '/workspace', tag, auth: 'session', summary: 'The workspace of the signed-in user (never the secret key)', response: z.object({ workspace: workspaceOut }) },
     async ({ auth }) => ({ workspace: auth.workspace }),
+  );
+
+  const reminders = z.object({ reminders: reminderSettingsOut });
+  const remindersNote =
+    'Optional per workspace, off (null) by default: reminder_days days before a sent quote\'s valid_until (its last day, UTC), the worker ' +
+    '(quoting worker; quoting serve itself on the embedded database) mails its customer once, and records a `reminded` activity. Never without SMTP_URL.';
+  api.route(
+    { method: 'get', path: '/workspace/reminders', tag, auth: 'session', summary: 'Reminders before a quote expires: reminder_days, null when off', description: remindersNote, response: reminders },
+    async ({ auth }) => ({ reminders: await reminderSettings(db, auth.access) }),
+  );
+  api.route(
+    {
+      method: ['patch', 'put'], path: '/workspace/reminders', tag, auth: 'session:owner', body: reminderSettingsBody, response: reminders,
+      summary: 'Set reminder_days (1 to 365) or null to turn reminders off (owner only)', description: remindersNote,
+    },
+    async ({ auth, body }) => ({ reminders: await updateReminderSettings(db, auth.access, body) }),
   );
 
   api.route(

@@ -139,3 +139,23 @@ export const profileBody = z.object({
   time_zone: timeZoneInput.optional(),
 });
 export type ProfileChanges = z.output<typeof profileBody>;
+
+/** Reminders before expiry: the days before a sent quote's valid_until its customer is mailed; null is off. */
+export const reminderDaysInput = z
+  .union([z.number(), z.string(), z.null()])
+  .transform((v, ctx) => {
+    if (v === null || (typeof v === 'string' && v.trim() === '')) return null;
+    const n = typeof v === 'number' ? v : /^\s*\d{1,4}\s*$/.test(v) ? Number(v) : NaN;
+    if (!Number.isInteger(n) || n < 1 || n > 365) {
+      ctx.addIssue({ code: 'custom', message: 'must be a whole number of days from 1 to 365, or null (empty) for no reminders' });
+      return z.NEVER;
+    }
+    return n;
+  })
+  .meta({ type: ['integer', 'null'], minimum: 1, maximum: 365 });
+
+export const reminderSettingsBody = z.object({ reminder_days: reminderDaysInput.optional() });
+
+export const reminderSettingsOut = z.object({
+  reminder_days: z.number().int().min(1).max(365).nullable().describe('Days before a sent quote\'s valid_until its customer is reminded by mail; null: off'),
+}).meta({ id: 'ReminderSettings' });

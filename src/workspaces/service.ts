@@ -146,3 +146,18 @@ export async function updateWorkspaceSettings(db: Db, access: Access, changes: W
   await authChanged(db, { workspaceId });
   return workspace;
 }
+
+/** The workspace's reminders before expiry: `reminder_days`, null when off. */
+export async function reminderSettings(db: Db, access: Access): Promise<{ reminder_days: number | null }> {
+  const row = await db('workspaces').where({ id: access.workspaceId }).first('reminder_days');
+  if (!row) throw new NotFound('Workspace not found.');
+  return { reminder_days: row.reminder_days };
+}
+
+/** Sets (or, with null, turns off) the reminders before expiry; undefined leaves them as they are. */
+export async function updateReminderSettings(db: Db, access: Access, changes: { reminder_days?: number | null }): Promise<{ reminder_days: number | null }> {
+  if (changes.reminder_days !== undefined) {
+    await db('workspaces').where({ id: access.workspaceId }).update({ reminder_days: changes.reminder_days });
+  }
+  return reminderSettings(db, access);
+}

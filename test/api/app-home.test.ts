@@ -45,7 +45,7 @@ async function sent(who: Owner | Member, o: QuoteOptions = {}) {
 /** Sent, then accepted by the customer on the public page. */
 async function accepted(who: Owner | Member, o: QuoteOptions = {}) {
   const quote = await sent(who, o);
-  const res = await app.client().request('POST', `/q/${quote.public_token}/accept`, { form: {} });
+  const res = await app.client().request('POST', `/q/${quote.public_token}/accept`, { form: { name: 'Carla Customer', agree: 'yes' } });
   if (res.status !== 302) throw new Error(`accept: ${res.status}`);
   return (await ok(who.client.get(`/api/v1/quotes/${quote.id}`))).quote;
 }

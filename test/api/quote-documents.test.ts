@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -301,4 +302,45 @@ test.serial('the settings page edits the profile and the logo; the quote page li
   const removed = await postForm(owner.client, '/app/settings/logo/remove', {});
   t.is(removed.status, 303);
   t.is((await fetchBytes(`/q/${quote.public_token}/logo`, { cookies: new Map() })).status, 404);
+});
+
+/** RFC 8785 canonical JSON for objects, arrays, strings and null, written apart from the service. */
+function canonical(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+}
+
+test.serial("an acceptance covers the profile's terms, and the PDF carries its record; a decline's record likewise", async (t) => {
+  const terms = 'Payment within 14 days.';
+  await ok(owner.client.patch('/api/v1/workspace/profile', { default_terms: terms }));
+  const quote = await createQuote([{ description: 'Signed', quantity: 2, price: '5.00' }]);
+  await sendQuote(quote.id);
+  const accepted = await app.client().request('POST', `/q/${quote.public_token}/accept`, { form: { name: 'Ada Accepter', agree: 'yes' } });
+  t.is(accepted.status, 302);
+  const read = await ok(owner.client.get(`/api/v1/quotes/${quote.id}`));
+  const q = read.quote;
+  const content = {
+    quote_number: q.quote_number, currency: q.currency,
+    lines: read.lines.map((l: any) => ({ sku: l.sku, description: l.description, quantity: l.quantity, price: l.price, line_total: l.line_total })),
+    subtotal: q.subtotal, discount_amount: q.discount_amount, tax_rate: q.tax_rate, tax_amount: q.tax_amount, total: q.total,
+    valid_until: q.valid_until, notes: q.notes, terms,
+  };
+  t.is(q.acceptance.content_sha256, createHash('sha256').update(canonical(content), 'utf8').digest('hex'));
+
+  const pdf = await fetchBytes(`/q/${quote.public_token}.pdf`, { cookies: new Map() });
+  t.is(pdf.status, 200);
+  const { text } = readPdf(pdf.bytes, 'accepted');
+  t.true(text.includes('Record of the acceptance'), text);
+  t.true(text.includes('Name: Ada Accepter'), text);
+  t.true(text.replace(/\s+/g, '').includes(q.acceptance.content_sha256), text);
+
+  const other = await createQuote([{ description: 'Refused', quantity: 1, price: '3.00' }]);
+  await sendQuote(other.id);
+  const declined = await app.client().request('POST', `/q/${other.public_token}/decline`, { form: { name: 'Dan Decliner', reason: 'Too dear' } });
+  t.is(declined.status, 302);
+  const declinedText = readPdf((await fetchBytes(`/api/v1/quotes/${other.id}/pdf`)).bytes, 'declined').text;
+  t.true(declinedText.includes('Record of the decline'), declinedText);
+  t.true(declinedText.includes('Reason: Too dear'), declinedText);
 });

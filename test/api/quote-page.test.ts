@@ -9,6 +9,9 @@ const hostileName = `<script>alert("name")</script>`;
 const hostileNotes = `Line one\n</p><script>alert('notes')</script>\n"'><svg onload=alert(2)>`;
 
 const { app, owner } = useOwnerApp(test, { workspace: hostileWorkspace });
+/** The answer forms as a customer fills them in. */
+const ACCEPT = { name: 'Carla Customer', agree: 'yes' };
+const DECLINE = { name: 'Carla Customer' };
 /** The same app with payments configured: the Pay form appears on accepted quotes. */
 const { app: paying, owner: payingOwner } = useOwnerApp(test, { env: { STRIPE_SECRET_KEY: 'sk_test_page', STRIPE_API_BASE: 'http://127.0.0.1:9' }, workspace: 'Payco' });
 
@@ -116,8 +119,8 @@ test('the page shows the quote with every value escaped, and the security header
   t.true(text.includes('31 January 2030'));
   t.true(text.includes('Line one'));
   // A sent quote has the two answer forms, plain HTML posting to the page's own paths.
-  t.true(html.includes(`<form method="post" action="/q/${quote.public_token}/accept">`));
-  t.true(html.includes(`<form method="post" action="/q/${quote.public_token}/decline">`));
+  t.true(html.includes(`<form method="post" action="/q/${quote.public_token}/accept" class="answer" novalidate>`));
+  t.true(html.includes(`<form method="post" action="/q/${quote.public_token}/decline" class="answer" novalidate>`));
   t.false(html.includes('/pay"'));
 });
 
@@ -150,7 +153,7 @@ test('concurrent first views record exactly one viewed activity', async (t) => {
 test('accept: 302 back to the page, accepted state, activity by the customer, quote.accepted; a second answer changes nothing', async (t) => {
   const quote = await createQuote(owner);
   const client = app.client();
-  const res = await client.request('POST', `/q/${quote.public_token}/accept`, { form: {} });
+  const res = await client.request('POST', `/q/${quote.public_token}/accept`, { form: ACCEPT });
   t.is(res.status, 302);
   t.is(res.headers.get('location'), `/q/${quote.public_token}`);
   t.is(res.headers.get('cache-control'), 'no-store');
@@ -171,7 +174,7 @@ test('accept: 302 back to the page, accepted state, activity by the customer, qu
 
   // Declining (or accepting again) an accepted quote: 302 back, the page shows the accepted state, nothing changes.
   for (const action of ['decline', 'accept']) {
-    const again = await client.request('POST', `/q/${quote.public_token}/${action}`, { form: {} });
+    const again = await client.request('POST', `/q/${quote.public_token}/${action}`, { form: action === 'accept' ? ACCEPT : DECLINE });
     t.is(again.status, 302);
     t.is(again.headers.get('location'), `/q/${quote.public_token}`);
   }
@@ -183,7 +186,7 @@ test('accept: 302 back to the page, accepted state, activity by the customer, qu
 
 test('decline: 302 back, declined state, activity by the customer, quote.declined', async (t) => {
   const quote = await createQuote(owner);
-  const res = await app.client().request('POST', `/q/${quote.public_token}/decline`);
+  const res = await app.client().request('POST', `/q/${quote.public_token}/decline`, { form: DECLINE });
   t.is(res.status, 302);
   t.is(res.headers.get('location'), `/q/${quote.public_token}`);
   const page = await app.client().get(`/q/${quote.public_token}`);
@@ -199,7 +202,7 @@ test('decline: 302 back, declined state, activity by the customer, quote.decline
 
 test('concurrent accept and decline: exactly one answer wins', async (t) => {
   const quote = await createQuote(owner);
-  const results = await Promise.all(['accept', 'decline', 'accept', 'decline'].map((a) => app.client().request('POST', `/q/${quote.public_token}/${a}`)));
+  const results = await Promise.all(['accept', 'decline', 'accept', 'decline'].map((a) => app.client().request('POST', `/q/${quote.public_token}/${a}`, { form: a === 'accept' ? ACCEPT : DECLINE })));
   t.true(results.every((r) => r.status === 302));
   const answers = (await activities(owner, quote.id)).filter((a) => a.type === 'accepted' || a.type === 'declined');
   t.is(answers.length, 1);
@@ -215,13 +218,13 @@ test('cancelled and paid quotes show their state without forms', async (t) => {
   t.true(textOf(page.text).includes('It can no longer be accepted'));
   t.false(page.text.includes('<form'));
   // Answering a cancelled quote: back to the page, nothing changed.
-  const answer = await app.client().request('POST', `/q/${cancelled.public_token}/accept`);
+  const answer = await app.client().request('POST', `/q/${cancelled.public_token}/accept`, { form: ACCEPT });
   t.is(answer.status, 302);
   t.is((await owner.client.get(`/api/v1/quotes/${cancelled.id}`)).body.data.quote.status, 'cancelled');
   t.is((await events(app, cancelled.id, 'quote.accepted')).length, 0);
 
   const paid = await createQuote(owner);
-  await app.client().request('POST', `/q/${paid.public_token}/accept`);
+  await app.client().request('POST', `/q/${paid.public_token}/accept`, { form: ACCEPT });
   t.is((await owner.client.post(`/api/v1/quotes/${paid.id}/mark-paid`)).status, 200);
   const paidPage = await app.client().get(`/q/${paid.public_token}`);
   t.true(textOf(paidPage.text).includes('Paid on'));
@@ -233,7 +236,7 @@ test('with payments configured an accepted quote has a Pay form posting to /q/{t
   const quote = await createQuote(payingOwner);
   const sentPage = await paying.client().get(`/q/${quote.public_token}`);
   t.false(sentPage.text.includes('/pay"'), 'no Pay form before acceptance');
-  t.is((await paying.client().request('POST', `/q/${quote.public_token}/accept`)).status, 302);
+  t.is((await paying.client().request('POST', `/q/${quote.public_token}/accept`, { form: ACCEPT })).status, 302);
   const page = await paying.client().get(`/q/${quote.public_token}`);
   t.true(page.text.includes(`<form method="post" action="/q/${quote.public_token}/pay">`));
   t.true(textOf(page.text).includes('Pay EUR 2,986.80'));
@@ -256,7 +259,7 @@ test('past valid_until the page says "This quote expired on …" with no buttons
   t.false(page.text.includes('<form'), 'no buttons');
   t.false(text.includes('You accepted'));
   for (const action of ['accept', 'decline']) {
-    const answer = await app.client().request('POST', `/q/${quote.public_token}/${action}`);
+    const answer = await app.client().request('POST', `/q/${quote.public_token}/${action}`, { form: action === 'accept' ? ACCEPT : DECLINE });
     t.is(answer.status, 302, action);
     t.is(answer.headers.get('location'), `/q/${quote.public_token}`);
     const after = await app.client().get(`/q/${quote.public_token}`);
@@ -272,7 +275,7 @@ test('past valid_until the page says "This quote expired on …" with no buttons
 
 test('an accepted quote past its valid_until offers no Pay button and says it expired; before that day it does', async (t) => {
   const quote = await createQuote(payingOwner);
-  t.is((await paying.client().request('POST', `/q/${quote.public_token}/accept`)).status, 302);
+  t.is((await paying.client().request('POST', `/q/${quote.public_token}/accept`, { form: ACCEPT })).status, 302);
   await paying.db('quotes').where({ id: quote.id }).update({ valid_until: new Date(Date.now() + 86_400_000).toISOString().slice(0, 10) });
   t.true((await paying.client().get(`/q/${quote.public_token}`)).text.includes('/pay"'), 'valid until tomorrow: Pay');
   await paying.db('quotes').where({ id: quote.id }).update({ valid_until: '2025-01-01' });
@@ -310,7 +313,7 @@ test('a locked workspace: the page says the quote is unavailable and answers cha
     t.true(textOf(page.text).includes('This quote is unavailable'));
     t.false(page.text.includes('<form'));
     for (const action of ['accept', 'decline']) {
-      const answer = await app.client().request('POST', `/q/${quote.public_token}/${action}`);
+      const answer = await app.client().request('POST', `/q/${quote.public_token}/${action}`, { form: action === 'accept' ? ACCEPT : DECLINE });
       t.is(answer.status, 402, `${action} on a locked workspace answers the lock page, not a redirect`);
       t.true(textOf(answer.text).includes('This quote is unavailable'));
     }

@@ -102,6 +102,8 @@ for (const javaScriptEnabled of [true, false]) {
     // The customer, in a browser of their own, accepts.
     const customer = await (await watchedContext(browser, { javaScriptEnabled })).context.newPage();
     await customer.goto(link);
+    await customer.locator('#accept-name').fill('Carla Customer');
+    await customer.getByLabel('I accept this quote and its terms').check();
     await follow(customer, () => customer.getByRole('button', { name: 'Accept quote' }).click());
     t.true((await customer.locator('main').innerText()).includes('You accepted this quote'));
 

@@ -30,7 +30,7 @@ browserTest('every page of the app passes Axe, logs no console errors, fits a ph
   const quote = async (customer: unknown, lines: object[], extra: object = {}) =>
     (await ok(c.post('/api/v1/quotes', { customer_id: idOf(customer as never), currency: 'EUR', tax_rate: '20', lines, ...extra }), 201)).quote;
   const send = async (q: { id: number }) => (await ok(c.post(`/api/v1/quotes/${q.id}/send`, { notify: false }))).quote;
-  const accept = async (q: { public_token: string }) => t.is((await app.client().request('POST', `/q/${q.public_token}/accept`)).status, 302);
+  const accept = async (q: { public_token: string }) => t.is((await app.client().request('POST', `/q/${q.public_token}/accept`, { form: { name: 'Carla Customer', agree: 'yes' } })).status, 302);
 
   const draft = await quote(customers[0], [{ sku: 'DESK-OAK-160', quantity: '2' }, { description: 'Delivery and assembly', quantity: '1', price: '120' }], { notes: 'Delivery in two weeks.' });
   await send(await quote(customers[1], [{ sku: 'CHAIR-BLK', quantity: '6' }], { valid_until: '2030-01-31' }));

@@ -92,15 +92,25 @@ browserTest('a customer opens the quote page in a browser, accepts, and the subs
   await phone.screenshot({ path: path.join(SHOTS, 'quote-page-phone.png'), fullPage: true });
   await phone.close();
 
-  // Accept: a plain form POST, 302 back to the page, which now shows the accepted state.
+  // Accept without a name: the page again (422) with the message beside the field and the tick kept.
+  await page.getByLabel('I accept this quote and its terms').check();
+  await Promise.all([page.waitForURL(`${pageUrl}/accept`), page.getByRole('button', { name: 'Accept quote' }).click()]);
+  t.regex(await page.locator('#accept-name-error').innerText(), /name/);
+  t.true(await page.getByLabel('I accept this quote and its terms').isChecked());
+  await page.screenshot({ path: path.join(SHOTS, 'quote-page-accept-refused.png'), fullPage: true });
+
+  // Accept: a plain form POST with the name and the tick, 302 back to the page, which now shows the accepted state.
+  await page.locator('#accept-name').fill('Carla Customer');
   await Promise.all([page.waitForURL(pageUrl), page.getByRole('button', { name: 'Accept quote' }).click()]);
   t.is(page.url(), pageUrl);
   const accepted = (await page.locator('main').innerText()).replace(/\s+/g, ' ');
   t.true(accepted.includes('You accepted this quote on'), accepted);
+  t.true(accepted.includes('Accepted by Carla Customer'), accepted);
   t.is(await page.getByRole('button', { name: 'Accept quote' }).count(), 0);
   t.is(await page.getByRole('button', { name: 'Decline' }).count(), 0);
   await page.screenshot({ path: path.join(SHOTS, 'quote-page-accepted.png'), fullPage: true });
-  t.deepEqual(problems, [], 'no console errors or CSP violations');
+  // The refused acceptance above is the one error the browser reports: its 422.
+  t.deepEqual(problems, ['Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)'], 'no other console errors or CSP violations');
   t.log(`screenshots in ${SHOTS}`);
 
   const activities = (await owner.client.get(`/api/v1/quotes/${quote.id}`)).body.data.activities as { type: string; actor: string }[];

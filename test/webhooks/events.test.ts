@@ -135,10 +135,11 @@ test.serial('a transition is written by one statement: its event data is the ans
   }
   const read = await owner.client.get(`/api/v1/quotes/${id}`);
   t.deepEqual(read.body.data.quote, accepted.body.data.quote);
-  t.deepEqual(
-    read.body.data.activities.map((a: any) => [a.type, a.message]),
-    [['created', `Quote ${read.body.data.quote.quote_number} created.`], ['sent', `Quote ${read.body.data.quote.quote_number} sent.`], ['accepted', `Quote ${read.body.data.quote.quote_number} accepted.`]],
-  );
+  const number = read.body.data.quote.quote_number;
+  t.deepEqual(read.body.data.activities.map((a: any) => a.type), ['created', 'sent', 'accepted']);
+  t.deepEqual(read.body.data.activities.slice(0, 2).map((a: any) => a.message), [`Quote ${number} created.`, `Quote ${number} sent.`]);
+  // An acceptance through the API says where it came from and what was accepted (its record is the quote's acceptance).
+  t.is(read.body.data.activities[2].message, `Quote ${number} accepted through the API from ${read.body.data.quote.acceptance.ip} (node); SHA-256 of the content accepted: ${read.body.data.quote.acceptance.content_sha256}.`);
   // Not allowed from accepted: 409 naming the status, nothing written.
   const events = async () => (await app.db('events').where({ workspace_id: owner.workspace.id })).length;
   const before = await events();
