@@ -3,6 +3,7 @@
  * server connection to other clients between transactions. Named prepared statements, session settings and LISTEN do
  * not survive that, so DATABASE_POOLER=transaction turns them off; this finds a pooler running without the setting.
  */
+import { OLDEST_POSTGRES } from './postgres-version.js';
 
 /** The one line a process stops with when DATABASE_URL is a transaction pooler and DATABASE_POOLER is not set. */
 export class PoolerMismatch extends Error {
@@ -51,6 +52,9 @@ export async function detectTransactionPooler(connectionString: string): Promise
   const a = await open();
   let b: Client | undefined;
   try {
+    // Too old a PostgreSQL is refused by the version check that follows (postgres-version.ts) before anything else is sent to it.
+    const num = await a.query(`select current_setting('server_version_num')::int as num`).then((result) => Number(result.rows[0]?.num), () => null);
+    if (num !== null && num < OLDEST_POSTGRES.num) return null;
     const mode = await a.query('show pool_mode').then(
       (result) => String(Object.values(result.rows[0] ?? {})[0] ?? ''),
       () => null, // PostgreSQL: no such setting
