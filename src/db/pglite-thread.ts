@@ -254,7 +254,8 @@ export class PgliteSession {
           if (!waitsForTransaction(err)) throw err;
         }
       }
-      await this.sessions.idle();
+      // Checked and waited for in one step: a transaction that ended meanwhile wakes no one, so this runs again at once.
+      if (this.sessions.owner !== null) await this.sessions.idle();
     }
   }
 
