@@ -129,7 +129,7 @@ ${settingsTabs(auth, '/app/settings')}
   <form method="post" action="/app/settings/reminders" class="stack" novalidate>
     ${field({ name: 'reminder_days', label: 'Days before the end of validity', type: 'number', value: reminderDays, errors, autocomplete: 'off', hint: 'The customer of a sent quote is mailed once, this many days before its valid until date (1 to 365). Empty: no reminders.', attrs: html` min="1" max="365" step="1" inputmode="numeric"` })}
     ${mailer ? '' : html`<p class="hint">Mail is not set up on this server (SMTP_URL): no reminder is sent until it is.</p>`}
-    <div class="actions"><button type="submit" class="primary">Save</button></div>
+    <div class="actions"><button type="submit" class="primary">Save reminders</button></div>
   </form>
 </section>
 <section class="card" aria-labelledby="about-heading">
