@@ -142,6 +142,37 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
 }
 
 /**
+ * Refuses a file of more than MAX_IMPORT_ROWS rows before anything is written (the import itself would find out
+ * only once it had written that many). A row takes at least one line after the header's, so only a file with more
+ * line breaks than the limit is read as CSV, by the import's own reader: it counts rows exactly as the import does.
+ */
+export async function checkRowLimit(read: () => Readable): Promise<void> {
+  if ((await lineBreaksIn(read())) <= MAX_IMPORT_ROWS) return;
+  const csv = await openCsv(read());
+  for await (const _row of csv.rows);
+}
+
+/** Line breaks in a stream of bytes: LF, CRLF and a lone CR each count once. */
+async function lineBreaksIn(stream: Readable): Promise<number> {
+  let breaks = 0;
+  let crLast = false;
+  try {
+    for await (const chunk of stream) {
+      const bytes = chunk as Buffer;
+      if (bytes.length === 0) continue;
+      for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) breaks++;
+      // A CR counts unless an LF follows it (that pair was counted as its LF), across chunk boundaries too.
+      if (crLast && bytes[0] === 10) breaks--;
+      for (let i = bytes.indexOf(13); i !== -1; i = bytes.indexOf(13, i + 1)) if (bytes[i + 1] !== 10) breaks++;
+      crLast = bytes[bytes.length - 1] === 13;
+    }
+  } finally {
+    stream.destroy();
+  }
+  return breaks;
+}
+
+/**
  * csv-parse's options for an import (exported for the benchmark, which times csv-parse alone with them).
  * Empty lines are not skipped by the parser but by the reader, which counts every record itself: csv-parse's
  * `info` (its own counts) costs an object per record, a large share of its time.

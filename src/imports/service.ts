@@ -8,7 +8,7 @@ import { HttpError, Validation } from '../errors.js';
 import { errorFields, log } from '../log.js';
 import { addCounts } from '../db/ops-counters.js';
 import { outboundAgents, outboundPolicy, OutboundRefused } from '../webhooks/outbound.js';
-import { MAX_IMPORT_BYTES, MAX_RECORD_BYTES, openCsv, TooLarge, type ByteSource, type CsvRow } from './csv.js';
+import { checkRowLimit, MAX_IMPORT_BYTES, MAX_RECORD_BYTES, openCsv, TooLarge, type ByteSource, type CsvRow } from './csv.js';
 import { orderImporter } from './orders.js';
 import { productImporter } from './products.js';
 import { spool, type Spooled, type SpoolOptions } from './spool.js';
@@ -97,6 +97,7 @@ export async function spoolCsv(source: ByteSource, options: Pick<ImportOptions, 
 export async function importSpooledCsv(db: Knex, access: Access, kind: ImportKind, spooled: Spooled, options: ImportOptions): Promise<ImportReport> {
   const { deadline, pastWindow } = importWindow(options);
   try {
+    await checkRowLimit(() => spooled.read());
     const report = await oneAtATime(`${kind}:${access.workspaceId}`, () => importSpooled(db, access, kind, spooled, options, deadline, pastWindow));
     await countImport(db, options.dryRun ? 'dry_run' : 'applied', options.dryRun ? undefined : report);
     return report;

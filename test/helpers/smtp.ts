@@ -16,6 +16,8 @@ export async function startSmtp(): Promise<{ url: string; mails: ReceivedMail[];
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
+    // Loopback needs no name; a slow resolver would hold each greeting up to 1.5 s.
+    disableReverseLookup: true,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
