@@ -312,7 +312,7 @@ function canonical(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
 }
 
-test.serial("an acceptance covers the profile's terms, and the PDF carries its record; a decline's record likewise", async (t) => {
+withPoppler("an acceptance covers the profile's terms, and the PDF carries its record; a decline's record likewise", async (t) => {
   const terms = 'Payment within 14 days.';
   await ok(owner.client.patch('/api/v1/workspace/profile', { default_terms: terms }));
   const quote = await createQuote([{ description: 'Signed', quantity: 2, price: '5.00' }]);

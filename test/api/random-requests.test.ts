@@ -273,10 +273,13 @@ const lineTarget = (method: 'PATCH' | 'PUT'): Target<QuoteState> => ({
     return `/api/v1/quotes/${quote}/lines/${s.missing ? MISSING : id}`;
   },
 });
-const move = (name: string, ...from: QuoteStatus[]): Target<QuoteState> => ({
-  method: 'POST', state: fc.record({ status: statusFrom(...from), missing }), fields: {}, refusals: [409],
+const move = (name: string, from: QuoteStatus[], fields: Record<string, fc.Arbitrary<unknown>> = {}): Target<QuoteState> => ({
+  method: 'POST', state: fc.record({ status: statusFrom(...from), missing }), fields, refusals: [409],
   path: async (s) => `/api/v1/quotes/${(await quoteIn(name, s)).quote}/${name}`,
 });
+
+/** An answer's record: who answered (and, for a decline, why). */
+const answerer = { name: fc.oneof(fc.string({ maxLength: 60 }), fc.constant(null)) };
 
 const targets: Record<string, Target<any>> = {
   'POST /customers': { method: 'POST', path: () => '/api/v1/customers', fields: customerFields },
@@ -309,10 +312,10 @@ const targets: Record<string, Target<any>> = {
     fields: { notify: fc.oneof(fc.boolean(), fc.constantFrom('0', '1', 'false', 'yes', 'off')) }, alsoNames: ['customer'], refusals: [409],
     path: async (s: QuoteState) => `/api/v1/quotes/${(await quoteIn('send', s)).quote}/send`,
   },
-  'POST /quotes/{id}/accept': move('accept', 'sent'),
-  'POST /quotes/{id}/decline': move('decline', 'sent'),
-  'POST /quotes/{id}/cancel': move('cancel', 'draft', 'sent', 'accepted'),
-  'POST /quotes/{id}/mark-paid': move('mark-paid', 'accepted'),
+  'POST /quotes/{id}/accept': move('accept', ['sent'], answerer),
+  'POST /quotes/{id}/decline': move('decline', ['sent'], { ...answerer, reason: fc.oneof(fc.string({ maxLength: 300 }), fc.constant(null)) }),
+  'POST /quotes/{id}/cancel': move('cancel', ['draft', 'sent', 'accepted']),
+  'POST /quotes/{id}/mark-paid': move('mark-paid', ['accepted']),
   'POST /quotes/{id}/convert': {
     method: 'POST', state: fc.record({ status: statusFrom('accepted', 'paid'), missing, converted: fc.boolean() }), fields: {}, refusals: [409],
     path: async (s: QuoteState) => `/api/v1/quotes/${(await quoteIn('convert', s)).quote}/convert`,
