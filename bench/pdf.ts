@@ -1,7 +1,7 @@
 /**
  * The quote PDF against the quote's HTML page, both rendered in this process from the same quote (no database,
- * no HTTP): a 20-line and a 200-line quote, alternated A B A B, min/median/max per render. Then RSS after 1,000
- * PDF renders of the 20-line quote, against RSS before them (after a warm-up), with a GC between (node --expose-gc).
+ * no HTTP): a 20-line and a 200-line quote, alternated A B A B, min/median/max per render. Then RSS and heap after
+ * 1,000 and 2,000 PDF renders of the 20-line quote, against before them (after a warm-up), with a GC between (node --expose-gc).
  * Run: npm run bench:pdf
  */
 import { renderQuotePdf } from '../src/quotes/pdf.js';
@@ -55,20 +55,30 @@ async function compare(n: number, rounds: number) {
 async function rss(renders: number) {
   const gc = (globalThis as { gc?: () => void }).gc;
   const { quote, lines } = quoteOf(20);
+  const settle = async () => {
+    gc?.();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    gc?.();
+    const { rss, heapUsed, external } = process.memoryUsage();
+    return { rss, heapUsed: heapUsed + external };
+  };
   for (let i = 0; i < 20; i++) await renderQuotePdf({ quote, lines, seller, logo: null });
-  gc?.();
-  const before = process.memoryUsage().rss;
-  let peak = before;
-  for (let i = 0; i < renders; i++) {
-    await renderQuotePdf({ quote, lines, seller, logo: null });
-    if (i % 50 === 0) peak = Math.max(peak, process.memoryUsage().rss);
-  }
-  gc?.();
-  await new Promise((resolve) => setTimeout(resolve, 100));
-  gc?.();
-  const after = process.memoryUsage().rss;
   const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
-  console.log(`RSS: ${mb(before)} MB after warm-up, peak ${mb(peak)} MB during ${renders} renders of the 20-line PDF, ${mb(after)} MB after (growth ${mb(after - before)} MB)${gc ? '' : ' [no --expose-gc]'}`);
+  const before = await settle();
+  let peak = before.rss;
+  // Twice: a leak grows in the second thousand too; caches filled once (the fonts' glyphs) do not.
+  const after = [];
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < renders; i++) {
+      await renderQuotePdf({ quote, lines, seller, logo: null });
+      if (i % 50 === 0) peak = Math.max(peak, process.memoryUsage().rss);
+    }
+    after.push(await settle());
+  }
+  console.log(
+    `RSS: ${mb(before.rss)} MB after warm-up, peak ${mb(peak)} MB, ${after.map((a, i) => `${mb(a.rss)} MB after ${(i + 1) * renders}`).join(', ')} renders of the 20-line PDF` +
+      `; heap and buffers used ${mb(before.heapUsed)} MB → ${after.map((a) => mb(a.heapUsed)).join(' → ')} MB${gc ? '' : ' [no --expose-gc]'}`,
+  );
 }
 
 await compare(20, 40);

@@ -9,9 +9,8 @@ import { systemAccess } from '../access.js';
 import { errorFields, log } from '../log.js';
 import { repeatUntilAborted } from '../repeat.js';
 import type { Mailer } from '../mail/mailer.js';
-import { renderMail } from '../templates.js';
-import { longDateText } from '../dates.js';
-import { recordActivity } from './service.js';
+import { quoteMail } from './quote-mail.js';
+import { quoteById, recordActivity } from './service.js';
 
 /** Quotes claimed per statement: a worker sends these before it claims more. */
 const CLAIM_BATCH = 50;
@@ -19,12 +18,8 @@ const CLAIM_BATCH = 50;
 interface Claimed {
   id: number;
   workspace_id: number;
-  workspace: string;
   quote_number: string;
-  customer_name: string | null;
   customer_email: string;
-  total: string;
-  currency: string;
   valid_until: string;
   public_token: string;
 }
@@ -37,8 +32,7 @@ interface Claimed {
  */
 const CLAIM = `/* all workspaces: the reminder job serves every workspace that turned reminders on */
   update quotes q set reminded_at = now()
-  from workspaces w
-  where w.id = q.workspace_id and q.reminded_at is null and q.id in (
+  where q.reminded_at is null and q.id in (
     select d.id from quotes d join workspaces dw on dw.id = d.workspace_id
     where dw.reminder_days is not null
       and (dw.status = 'active' or (dw.status = 'trialing' and (dw.trial_ends_at is null or dw.trial_ends_at > now())))
@@ -46,8 +40,7 @@ const CLAIM = `/* all workspaces: the reminder job serves every workspace that t
       and d.valid_until between (now() at time zone 'UTC')::date and (now() at time zone 'UTC')::date + dw.reminder_days
     order by d.id limit ${CLAIM_BATCH}
     for update of d skip locked)
-  returning q.id, q.workspace_id, w.name as workspace, q.quote_number, q.customer_name, q.customer_email, q.total::text as total, q.currency,
-            to_char(q.valid_until, 'YYYY-MM-DD') as valid_until, q.public_token`;
+  returning q.id, q.workspace_id, q.quote_number, q.customer_email, to_char(q.valid_until, 'YYYY-MM-DD') as valid_until, q.public_token`;
 
 export interface ReminderSummary {
   sent: number;
@@ -66,18 +59,7 @@ export async function sendReminders(db: Knex, mailer: Mailer | null, appUrl: str
     for (const quote of rows) {
       const access = systemAccess(quote.workspace_id, options);
       try {
-        await mailer.send({
-          to: quote.customer_email,
-          ...renderMail('quote-reminder', {
-            quote_number: quote.quote_number,
-            workspace: quote.workspace,
-            name: quote.customer_name ?? quote.customer_email,
-            total: quote.total,
-            currency: quote.currency,
-            valid_until: longDateText(quote.valid_until),
-            link: `${appUrl}/q/${quote.public_token}`,
-          }),
-        });
+        await mailer.send(await quoteMail(db, access, 'quote-reminder', await quoteById(db, access, quote.id), `${appUrl}/q/${quote.public_token}`));
       } catch (err) {
         summary.failed += 1;
         log.warn('reminder not sent', { quote_id: quote.id, ...errorFields(err) });

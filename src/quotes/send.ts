@@ -2,22 +2,9 @@ import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { Conflict, Unavailable, Validation } from '../errors.js';
 import type { Mailer } from '../mail/mailer.js';
-import { renderMail } from '../templates.js';
 import { lockedQuoteForUser, type QuoteJson } from './service.js';
 import { assertTransition, expiredOn, transition } from './transitions.js';
-import { pdfFileName, quotePdfFor } from './pdf.js';
-import { sellerOf, type Seller } from '../workspaces/profile.js';
-
-/** The seller's details under a quote mail: the profile's name, address and contacts; empty when unset. */
-function sellerLines(seller: Seller): string {
-  const lines = [
-    ...(seller.legal_name ? [seller.legal_name] : []),
-    ...(seller.address ? seller.address.split(/\r?\n/) : []),
-    ...(seller.tax_number ? [`Tax number: ${seller.tax_number}`] : []),
-    ...[seller.email, seller.phone, seller.website].filter((v): v is string => Boolean(v)),
-  ];
-  return lines.length ? `\n\n--\n${lines.join('\n')}` : '';
-}
+import { quoteMail } from './quote-mail.js';
 
 /** The public page of a quote: the link mailed to its customer. */
 export function publicUrl(appUrl: string, quote: QuoteJson): string {
@@ -50,25 +37,6 @@ export async function sendQuote(
   if (notify && !quote.customer_email) throw new Validation('customer', 'customer: the quote has no customer email to send it to (or send with notify: false).');
   const sent = await transition(trx, access, quote, 'sent', `Quote ${quote.quote_number} sent${notify ? ` to ${quote.customer_email}` : ''}.`);
   const url = publicUrl(mail.appUrl, sent);
-  if (notify && mail.mailer) {
-    const seller = await sellerOf(trx, access);
-    const pdf = await quotePdfFor(trx, access, sent);
-    await mail.mailer.send({
-      to: String(sent.customer_email),
-      attachments: [{ filename: pdfFileName(sent), content: pdf, contentType: 'application/pdf' }],
-      ...renderMail('quote-sent', {
-        quote_number: sent.quote_number,
-        workspace: seller.legal_name ?? seller.name,
-        attached: `\n\nThe quote is attached as a PDF (${pdfFileName(sent)}).`,
-        terms: seller.terms ? `\n\nTerms:\n${seller.terms}` : '',
-        seller: sellerLines(seller),
-        name: String(sent.customer_name ?? sent.customer_email),
-        total: String(sent.total),
-        currency: String(sent.currency),
-        link: url,
-        valid_until: sent.valid_until ? `The quote is valid until ${sent.valid_until}.` : '',
-      }),
-    });
-  }
+  if (notify && mail.mailer) await mail.mailer.send(await quoteMail(trx, access, 'quote-sent', sent, url));
   return { quote: sent, url };
 }

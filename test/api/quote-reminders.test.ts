@@ -114,3 +114,21 @@ postgresSerial('three `quoting worker` processes started at once mail each due q
     t.is(await remindersOf(q.id), 1);
   }
 });
+
+test.serial('a reminder names the seller from the profile, with its terms, and attaches the quote as a PDF', async (t) => {
+  const seller = await signUpOwner(app, 'Sellerco');
+  const profile = await seller.client.patch('/api/v1/workspace/profile', { legal_name: 'Sellerco Trading Ltd', tax_number: 'GB999', default_terms: 'Net 14 days.' });
+  t.is(profile.status, 200, profile.text);
+  t.is((await seller.client.patch('/api/v1/workspace/reminders', { reminder_days: 3 })).status, 200);
+  const q = await quote(seller, inDays(2));
+  const mailer = createMailer(smtp.url, 'quotes@example.com')!;
+  t.teardown(() => mailer.close());
+  t.like(await sendReminders(app.db, mailer, app.url, { events: app.config.WEBHOOKS_ENABLED }), { failed: 0 });
+  const [mail] = mailsTo(q.email);
+  t.true(mail.text.includes(`Subject: Reminder: quote ${q.quote_number} from Sellerco Trading Ltd`), mail.text.slice(0, 300));
+  t.true(mail.text.includes('Tax number: GB999'));
+  t.true(mail.text.includes('Net 14 days.'));
+  const file = `Quote-${q.quote_number}.pdf`;
+  t.true(mail.text.includes(`Content-Type: application/pdf; name=${file}`));
+  t.true(mail.text.includes(`Content-Disposition: attachment; filename=${file}`));
+});
