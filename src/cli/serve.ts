@@ -63,6 +63,7 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo, runPro
   // Scheduled backups, on the embedded database only: on PostgreSQL the installer's timer runs `quoting backup`
   // (several servers would each write one).
   const stopBackups = database.kind === 'pglite' && config.BACKUP_SCHEDULE ? scheduleBackups(config, database) : async () => {};
+  if (database.kind === 'postgres' && config.BACKUP_SCHEDULE) log.info('BACKUP_SCHEDULE is not run by quoting serve on PostgreSQL: the quoting-backup timer (install.sh --backup) runs quoting backup');
   // The embedded database admits no other process: the other commands run here, sent through DATA_DIR/quoting.sock,
   // with this server's settings (the caller sends none).
   const stopCommands =

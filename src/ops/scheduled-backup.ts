@@ -108,7 +108,7 @@ let running: Promise<unknown> | undefined;
  * a second call while one runs throws BackupBusy.
  */
 export async function runScheduledBackup(config: Config, database: Database, signal: AbortSignal): Promise<BackupDone> {
-  if (running) throw new BackupBusy('a backup is already running in this process');
+  if (running) throw new BackupBusy('a backup is already running (quoting serve runs BACKUP_SCHEDULE): try again once it has finished');
   const work = backUp(config, database, signal);
   running = work;
   try {
