@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test, { type ExecutionContext } from 'ava';
 import { backupKind } from '../../src/ops/backup.js';
-import { freePort, migratedDataDir, runCli, scratchPostgres, startServe, tempDir } from '../helpers/cli.js';
+import { freePort, migratedBackend, migratedDataDir, runCli, scratchPostgres, startServe, tempDir } from '../helpers/cli.js';
 import { embeddedTest, postgresTest } from '../helpers/skip.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
 
@@ -180,6 +180,22 @@ postgresTest('on PostgreSQL the timer runs quoting backup: two runs leave the ne
   t.true(figure(metrics, 'quoting_backup_last_success_timestamp_seconds') >= Date.parse(last.at) / 1000 - 1);
   await server.stop();
   t.deepEqual(backupsIn(backupDir), [path.basename(last.file)], 'serve on PostgreSQL runs no schedule of its own');
+});
+
+test("doctor warns when the last backup is older than twice the schedule's longest gap (a weekly one may be days old)", async (t) => {
+  t.timeout(600_000);
+  const dataDir = path.join(tempDir(t), 'data');
+  const env: Record<string, string> = { ...(await migratedBackend(t)), BACKUP_SCHEDULE: '0 3 * * *' };
+  env.DATA_DIR ??= dataDir;
+  fs.mkdirSync(env.DATA_DIR, { recursive: true, mode: 0o700 });
+  const at = new Date(Date.now() - 3 * 24 * 3_600_000).toISOString();
+  fs.writeFileSync(path.join(env.DATA_DIR, 'last-backup.json'), JSON.stringify({ at, ok: true, file: '/srv/backups/quoting-old.backup', lastSuccess: { at, file: '/srv/backups/quoting-old.backup' } }));
+  const daily = await doctorBackups(env);
+  t.is(daily.check.status, 'warn');
+  t.is(daily.check.message, `the last backup ran 3 days ago: /srv/backups/quoting-old.backup, longer than twice the schedule's interval ("0 3 * * *")`);
+  t.regex(daily.check.fix!, env.DATABASE_URL ? /quoting-backup\.timer/ : /quoting serve runs it/);
+  const weekly = await doctorBackups({ ...env, BACKUP_SCHEDULE: '0 3 * * 1' });
+  t.is(weekly.check.status, 'ok', weekly.check.message);
 });
 
 test('a BACKUP_SCHEDULE that is not a cron expression stops the program with one line naming it', async (t) => {
