@@ -147,6 +147,17 @@ test('--backup reads a cron expression as a timer does: fields, steps, lists, ra
     t.is(calendarOf(schedule), calendar, schedule);
     if (has('systemd-analyze')) t.is(spawnSync('systemd-analyze', ['calendar', calendar]).status, 0, `systemd reads ${calendar}`);
   }
+  // Without systemd, on PostgreSQL: a cron entry with the expression as it is (sourced, one step, into a staging root).
+  const stage = tempDir(t);
+  const cron = spawnSync(
+    'bash',
+    ['-c', 'script=$1 && set -- --root "$2" --backup "15 4 * * *" && source "$script" && systemd_running() { return 1; } && database_url=postgres://db node_bin=/usr/bin/node && write_backup_units', 'bash', script, stage],
+    { encoding: 'utf8' },
+  );
+  t.is(cron.status, 0, cron.stderr);
+  const entry = fs.readFileSync(path.join(stage, 'etc/cron.d/quoting-backup'), 'utf8');
+  t.regex(entry, /^QUOTING_ENV_FILE=\/etc\/quoting\/quoting\.env$/m);
+  t.regex(entry, /^15 4 \* \* \* quoting \/usr\/bin\/node \/opt\/quoting\/bin\/quoting backup$/m);
   for (const schedule of ['*/2 * * * * *', '0 3 * *', '0 3 * * MON', '1-5/2 * * * *', '60 * * * *', '0 24 * * *', '0 3 0 * *', '0 3 1 * 1', '5-1 * * * *', '*/0 * * * *', '0 3 * * */2']) {
     t.is(calendarOf(schedule), null, schedule);
   }
