@@ -6,6 +6,7 @@ readonly NODE_MIN_MAJOR=20 NODE_MIN_MINOR=19
 readonly APP_USER=quoting
 readonly PROGRAM_DIR=/opt/quoting CONFIG_DIR=/etc/quoting DATA_DIR=/var/lib/quoting
 readonly ENV_FILE=/etc/quoting/quoting.env UNIT_DIR=/etc/systemd/system CRON_FILE=/etc/cron.d/quoting WRAPPER=/usr/local/bin/quoting
+readonly BACKUP_CRON_FILE=/etc/cron.d/quoting-backup
 readonly CADDY_DIR=/etc/caddy DEFAULT_MEMORY_MAX=1G
 # The migrations need PostgreSQL 15 (`on delete set null (column)`).
 readonly POSTGRES_MIN_MAJOR=15
@@ -29,6 +30,10 @@ Options:
                        PostgreSQL database before the service is switched to it
   --worker KIND        how `quoting worker` runs on PostgreSQL: timer (systemd, every minute; the default),
                        cron (every minute; the default without systemd) or watch (a `worker --watch` unit)
+  --backup SCHEDULE    scheduled backups into /var/lib/quoting/backups, e.g. --backup "0 3 * * *" (cron: minute
+                       hour day-of-month month day-of-week; sets BACKUP_SCHEDULE): on the embedded database
+                       `quoting serve` runs them, on PostgreSQL the quoting-backup timer (or a cron entry) runs
+                       `quoting backup`; --backup off removes the schedule
   --from TARBALL       install this source tarball (e.g. from `git archive`) instead of the tree install.sh is in
   --root DIR           write every file under DIR instead of /, start nothing (no root needed; for tests)
   --dry-run            print each step and change nothing
@@ -38,13 +43,14 @@ Options:
 
 Creates: the `quoting` system user, the program in /opt/quoting, settings in /etc/quoting/quoting.env
 (generated MIGRATE_TOKEN and ADMIN_API_KEY, SIGNUP=closed, mode 0640, root:quoting), data in /var/lib/quoting,
-quoting.service (`quoting serve`), on PostgreSQL the worker timer, cron entry or watch unit, and
+quoting.service (`quoting serve`), on PostgreSQL the worker timer, cron entry or watch unit (and with
+--backup the backup timer or cron entry), and
 /usr/local/bin/quoting (runs the CLI as the quoting user with these settings), and with --domain
 /etc/caddy/quoting.caddy (imported by /etc/caddy/Caddyfile).
 EOF
 }
 
-url='' domain='' port=3000 signup='' memory_max='' with_postgres=0 restore='' worker_kind='' from='' root='' dry_run=0 uninstall=0 purge=0
+url='' domain='' port=3000 signup='' memory_max='' with_postgres=0 restore='' worker_kind='' backup='' from='' root='' dry_run=0 uninstall=0 purge=0
 
 die() {
   echo "install.sh: $*" >&2
@@ -74,6 +80,8 @@ while [ $# -gt 0 ]; do
     --restore=*) restore=${1#*=} ;;
     --worker) worker_kind=${2:?--worker needs a value}; shift ;;
     --worker=*) worker_kind=${1#*=} ;;
+    --backup) backup=${2:?--backup needs a value}; shift ;;
+    --backup=*) backup=${1#*=} ;;
     --from) from=${2:?--from needs a value}; shift ;;
     --from=*) from=${1#*=} ;;
     --root) root=${2:?--root needs a value}; shift ;;
@@ -107,6 +115,63 @@ if [ -n "$memory_max" ] && ! [[ "$memory_max" =~ ^([1-9][0-9]*[KMGT]?|[1-9][0-9]
   usage_error "--memory-max expects a size such as 1G or 768M (or infinity)"
 fi
 [ -z "$restore" ] || [ "$with_postgres" = 1 ] || usage_error "--restore goes with --with-postgres"
+
+# One field of a cron expression as systemd.time(7) writes it: *, */N, and lists of numbers and ranges (a-b).
+# $2..$3 is the field's range, $4 where a step starts. Prints nothing and fails on anything else.
+calendar_field() {
+  local value=$1 min=$2 max=$3 start=$4 out='' item a b
+  local -a items
+  if [ "$value" = '*' ]; then echo '*'; return 0; fi
+  if [[ "$value" =~ ^\*/([0-9]{1,2})$ ]]; then
+    a=$((10#${BASH_REMATCH[1]}))
+    [ "$a" -ge 1 ] && [ "$a" -le "$max" ] || return 1
+    echo "$start/$a"
+    return 0
+  fi
+  IFS=, read -ra items <<< "$value"
+  [ "${#items[@]}" -gt 0 ] || return 1
+  for item in "${items[@]}"; do
+    if [[ "$item" =~ ^([0-9]{1,2})(-([0-9]{1,2}))?$ ]]; then
+      a=$((10#${BASH_REMATCH[1]}))
+      b=$((10#${BASH_REMATCH[3]:-${BASH_REMATCH[1]}}))
+      [ "$a" -ge "$min" ] && [ "$b" -le "$max" ] && [ "$a" -le "$b" ] || return 1
+      if [ "$a" = "$b" ]; then out+=",$a"; else out+=",$a..$b"; fi
+    else
+      return 1
+    fi
+  done
+  echo "${out#,}"
+}
+
+# A 5-field cron expression (minute hour day-of-month month day-of-week) as a timer's OnCalendar, in the same
+# (local) time; fails on what a timer would read otherwise: names, steps over ranges, seconds, or a day of the month
+# together with a day of the week (cron runs on either, a timer only on both).
+cron_to_calendar() {
+  local -a f
+  local minute hour day month weekday='' names=(Sun Mon Tue Wed Thu Fri Sat Sun) item out=''
+  read -ra f <<< "$1"
+  [ "${#f[@]}" = 5 ] || return 1
+  minute=$(calendar_field "${f[0]}" 0 59 0) || return 1
+  hour=$(calendar_field "${f[1]}" 0 23 0) || return 1
+  day=$(calendar_field "${f[2]}" 1 31 1) || return 1
+  month=$(calendar_field "${f[3]}" 1 12 1) || return 1
+  if [ "${f[4]}" != '*' ]; then
+    [ "${f[2]}" = '*' ] || return 1
+    weekday=$(calendar_field "${f[4]}" 0 7 0) || return 1
+    [[ "$weekday" != */* ]] || return 1
+    for item in ${weekday//,/ }; do
+      if [[ "$item" == *..* ]]; then out+=",${names[${item%..*}]}..${names[${item#*..}]}"; else out+=",${names[$item]}"; fi
+    done
+    weekday="${out#,} "
+  fi
+  echo "$weekday*-$month-$day $hour:$minute:00"
+}
+
+case "$backup" in
+  '' | off) ;;
+  *) cron_to_calendar "$backup" > /dev/null ||
+    usage_error "--backup expects a cron expression of 5 fields (minute hour day-of-month month day-of-week) with numbers, *, */N, lists and ranges, such as \"0 3 * * *\"; a day of the month or of the week, not both" ;;
+esac
 
 # In --root mode every path is under the staging root and nothing outside it is touched or started.
 staged=0
@@ -529,6 +594,7 @@ write_env_file() {
       note "APP_URL stays $(env_value APP_URL); edit $ENV_FILE to change it"
     fi
     [ -z "$signup" ] || set_env_value SIGNUP "$signup"
+    case "$backup" in '') ;; off) set_env_value BACKUP_SCHEDULE '' ;; *) set_env_value BACKUP_SCHEDULE "$backup" ;; esac
     [ "$env_changes" != 0 ] || note "kept (settings and secrets unchanged)"
     [ -n "$(env_value SIGNUP)" ] || note "SIGNUP is not set, so anyone may sign up; --signup closed closes it"
     [ "$dry_run" = 1 ] || { chmod 0640 "$file"; [ "$staged" = 1 ] || chown "root:$APP_USER" "$file"; }
@@ -549,6 +615,7 @@ DATA_DIR=$DATA_DIR
 MIGRATE_TOKEN=$(random_hex)
 ADMIN_API_KEY=$(random_hex)
 ${database_url:+DATABASE_URL=$database_url}
+$([ -z "$backup" ] || [ "$backup" = off ] || echo "BACKUP_SCHEDULE=$backup")
 EOF
 }
 
@@ -741,6 +808,85 @@ remove_worker_files() {
   if [ "$keep" != cron ] && [ -e "$root$CRON_FILE" ]; then run rm -f "$root$CRON_FILE"; fi
 }
 
+# The backup schedule this run leaves: --backup's (off: none), else the one in the env file.
+backup_schedule() {
+  case "$backup" in
+    off) ;;
+    '') env_value BACKUP_SCHEDULE ;;
+    *) echo "$backup" ;;
+  esac
+}
+
+# Where something other than `quoting serve` runs the backups (PostgreSQL), the schedule must be one a timer or cron
+# reads as node-cron does: checked before anything changes (a hand-edited BACKUP_SCHEDULE may have six fields).
+check_backup_schedule() {
+  local schedule
+  schedule=$(backup_schedule)
+  [ -n "$schedule" ] && { [ "$with_postgres" = 1 ] || [ -n "$(env_value DATABASE_URL)" ]; } || return 0
+  cron_to_calendar "$schedule" > /dev/null ||
+    die "BACKUP_SCHEDULE=$schedule in $ENV_FILE cannot be run by a timer on PostgreSQL: give a 5-field schedule with --backup (such as --backup \"0 3 * * *\")"
+}
+
+# Scheduled backups on PostgreSQL: a timer (without systemd, a cron entry) runs `quoting backup` on BACKUP_SCHEDULE.
+# On the embedded database `quoting serve` runs them itself.
+write_backup_units() {
+  local schedule calendar
+  schedule=$(backup_schedule)
+  remove_backup_files "$schedule"
+  [ -n "$schedule" ] || return 0
+  if [ -z "$database_url" ]; then
+    note "embedded database: quoting serve runs the backups ($schedule) itself (no backup unit)"
+    return 0
+  fi
+  calendar=$(cron_to_calendar "$schedule")
+  if ! systemd_running; then
+    step "Writing the backup cron entry ($schedule)"
+    put_file "$BACKUP_CRON_FILE" 0644 root:root <<EOF
+# Quoting: a backup into BACKUP_DIR on BACKUP_SCHEDULE (written by install.sh --backup).
+QUOTING_ENV_FILE=$ENV_FILE
+$schedule $APP_USER $node_bin $PROGRAM_DIR/bin/quoting backup
+EOF
+    return 0
+  fi
+  step "Writing the backup timer ($schedule)"
+  put_file "$UNIT_DIR/quoting-backup.service" 0644 root:root <<EOF
+[Unit]
+Description=Quoting scheduled backup (quoting backup into BACKUP_DIR)
+After=network-online.target postgresql.service
+
+[Service]
+Type=oneshot
+ExecStart=$node_bin $PROGRAM_DIR/bin/quoting backup
+TimeoutStartSec=6h
+TimeoutStopSec=60
+$(hardening)
+EOF
+  put_file "$UNIT_DIR/quoting-backup.timer" 0644 root:root <<EOF
+[Unit]
+Description=Run the Quoting backup on BACKUP_SCHEDULE ($schedule)
+
+[Timer]
+OnCalendar=$calendar
+Persistent=true
+
+[Install]
+WantedBy=timers.target
+EOF
+}
+
+# Only the way of running backups this run chose stays (none on the embedded database, or without a schedule).
+remove_backup_files() {
+  local keep=''
+  if [ -n "$1" ] && [ -n "$database_url" ]; then
+    if systemd_running; then keep=timer; else keep=cron; fi
+  fi
+  if [ "$keep" != timer ] && [ -e "$root$UNIT_DIR/quoting-backup.timer" ]; then
+    system systemctl disable --now quoting-backup.timer
+    run rm -f "$root$UNIT_DIR/quoting-backup.timer" "$root$UNIT_DIR/quoting-backup.service"
+  fi
+  if [ "$keep" != cron ] && [ -e "$root$BACKUP_CRON_FILE" ]; then run rm -f "$root$BACKUP_CRON_FILE"; fi
+}
+
 # The distribution's example Caddyfile, as the caddy package left it (a file server on :80).
 caddyfile_untouched() {
   [ "$staged" = 0 ] || return 1
@@ -831,6 +977,7 @@ start_services() {
       timer) system systemctl enable --now quoting-worker.timer ;;
       watch) system systemctl enable quoting-worker.service && system systemctl restart quoting-worker.service ;;
     esac
+    [ -z "$(backup_schedule)" ] || system systemctl enable --now quoting-backup.timer
   fi
   [ "$staged" = 0 ] && [ "$dry_run" = 0 ] || return 0
   local i
@@ -859,14 +1006,15 @@ do_uninstall() {
   if [ "$staged" = 0 ] && [ "$(id -u)" != 0 ]; then die "run as root"; fi
   if [ "$staged" = 0 ] && command -v systemctl > /dev/null 2>&1 && systemd_running; then
     local unit
-    for unit in quoting-worker.timer quoting-worker.service quoting.service; do
+    for unit in quoting-backup.timer quoting-worker.timer quoting-worker.service quoting.service; do
       [ ! -e "$UNIT_DIR/$unit" ] || run systemctl disable --now "$unit" || true
     done
   fi
   local database_url
   database_url=$(env_value DATABASE_URL)
   run rm -rf "$root$PROGRAM_DIR" "$root$PROGRAM_DIR.new" "$root$PROGRAM_DIR.old" "$root$WRAPPER" "$root$CRON_FILE" \
-    "$root$UNIT_DIR/quoting.service" "$root$UNIT_DIR/quoting-worker.service" "$root$UNIT_DIR/quoting-worker.timer"
+    "$root$UNIT_DIR/quoting.service" "$root$UNIT_DIR/quoting-worker.service" "$root$UNIT_DIR/quoting-worker.timer" \
+    "$root$UNIT_DIR/quoting-backup.service" "$root$UNIT_DIR/quoting-backup.timer" "$root$BACKUP_CRON_FILE"
   [ "$staged" = 1 ] || ! systemd_running || run systemctl daemon-reload
   if [ "$purge" = 0 ]; then
     note "kept $CONFIG_DIR and $DATA_DIR${database_url:+ and the PostgreSQL database}; remove them with --uninstall --purge"
@@ -914,6 +1062,7 @@ main() {
   check_embedded_data
   check_caddy
   check_node
+  check_backup_schedule
   create_user
   create_dirs
   install_program
@@ -922,6 +1071,7 @@ main() {
   write_env_file
   write_wrapper
   write_units
+  write_backup_units
   write_proxy
   stop_service
   [ "$dry_run" = 1 ] || switch_program

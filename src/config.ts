@@ -1,5 +1,7 @@
 import { isIP } from 'node:net';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { validate as validCron } from 'node-cron';
 import { z } from 'zod';
 
 /**
@@ -94,10 +96,19 @@ export const configSchema = z.object({
     .default(30),
   TRACK_RATE_PER_MINUTE: z.coerce.number({ error: 'expects a whole number of events from 1 to 1000000000' }).int({ error: 'expects a whole number of events from 1 to 1000000000' }).min(1, { error: 'expects a whole number of events from 1 to 1000000000' }).max(1_000_000_000, { error: 'expects a whole number of events from 1 to 1000000000' }).default(1200),
   TRACK_RETENTION_DAYS: z.coerce.number({ error: 'expects a whole number of days from 1 to 36500' }).int({ error: 'expects a whole number of days from 1 to 36500' }).min(1, { error: 'expects a whole number of days from 1 to 36500' }).max(36_500, { error: 'expects a whole number of days from 1 to 36500' }).default(400),
+  /** A cron expression (5 fields, or 6 with seconds first): when scheduled backups run (README, Scheduled backups). */
+  BACKUP_SCHEDULE: z
+    .string()
+    .trim()
+    .refine((v) => v.split(/\s+/).length >= 5 && v.split(/\s+/).length <= 6 && validCron(v), 'expects a cron expression such as "0 3 * * *" (minute hour day-of-month month day-of-week)')
+    .optional(),
+  /** Unset: DATA_DIR/backups (filled in by loadConfig). */
+  BACKUP_DIR: z.string().trim().min(1).optional(),
+  BACKUP_KEEP: z.coerce.number({ error: 'expects a whole number of backups from 1 to 10000' }).int({ error: 'expects a whole number of backups from 1 to 10000' }).min(1, { error: 'expects a whole number of backups from 1 to 10000' }).max(10_000, { error: 'expects a whole number of backups from 1 to 10000' }).default(7),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent'], { error: 'expects one of debug, info, warn, error, silent' }).default('info'),
 });
 
-export type Config = z.infer<typeof configSchema> & { APP_URL: string };
+export type Config = z.infer<typeof configSchema> & { APP_URL: string; BACKUP_DIR: string };
 
 /** One entry per invalid variable. */
 export interface ConfigProblem {
@@ -142,7 +153,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(prefix + problems.map((p) => p.message).join('; '), problems);
   }
   const config = result.data;
-  return { ...config, APP_URL: (config.APP_URL ?? `http://${hostForUrl(config.HOST)}:${config.PORT}`).replace(/\/+$/, '') };
+  return {
+    ...config,
+    APP_URL: (config.APP_URL ?? `http://${hostForUrl(config.HOST)}:${config.PORT}`).replace(/\/+$/, ''),
+    BACKUP_DIR: config.BACKUP_DIR ?? path.join(config.DATA_DIR, 'backups'),
+  };
 }
 
 function isCidr(value: string): boolean {

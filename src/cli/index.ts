@@ -58,7 +58,7 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
   program
     .command('backup')
     .description('write a consistent copy of the database to a file (embedded: a data-directory dump; PostgreSQL: pg_dump)')
-    .requiredOption('--out <file>', 'the backup file to write')
+    .option('--out <file>', 'the backup file to write (without it: a scheduled backup into BACKUP_DIR, keeping BACKUP_KEEP)')
     .action(run(async (opts, io) => (await import('./backup.js')).backupCommand(opts, io)));
 
   program

@@ -12,6 +12,7 @@ import { scheduleDeliveries } from '../webhooks/run.js';
 import { workerSettings } from '../webhooks/worker.js';
 import { keepPurgingTracking } from '../tracking/retention.js';
 import { keepMaintainingTables } from '../db/maintenance.js';
+import { scheduleBackups } from '../ops/scheduled-backup.js';
 import { commandConfig, ensureSchema, loadEnvFile, runServed } from './context.js';
 import { say, type CommandIo } from './io.js';
 
@@ -59,6 +60,10 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo, runPro
   // And the reminders before expiry (on PostgreSQL, `quoting worker` sends them).
   const reminding = database.kind === 'pglite' ? keepSendingReminders(database.knex, mailer, config.APP_URL, { events: config.WEBHOOKS_ENABLED }, stopSchedules.signal) : Promise.resolve();
   const maintaining = database.kind === 'pglite' ? keepMaintainingTables(database.knex, stopSchedules.signal, () => inFlight.drained()) : Promise.resolve();
+  // Scheduled backups, on the embedded database only: on PostgreSQL the installer's timer runs `quoting backup`
+  // (several servers would each write one).
+  const stopBackups = database.kind === 'pglite' && config.BACKUP_SCHEDULE ? scheduleBackups(config, database) : async () => {};
+  if (database.kind === 'postgres' && config.BACKUP_SCHEDULE) log.info('BACKUP_SCHEDULE is not run by quoting serve on PostgreSQL: the quoting-backup timer (install.sh --backup) runs quoting backup');
   // The embedded database admits no other process: the other commands run here, sent through DATA_DIR/quoting.sock,
   // with this server's settings (the caller sends none).
   const stopCommands =
@@ -91,7 +96,7 @@ export async function serve(opts: Record<string, unknown>, io: CommandIo, runPro
     mailer?.close();
     await stopDeliveries();
     stopSchedules.abort();
-    await Promise.all([purging, reminding, maintaining]);
+    await Promise.all([purging, reminding, maintaining, stopBackups()]);
     await stopListening();
     await database.close();
     process.exit(exitCode);

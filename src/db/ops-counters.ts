@@ -1,10 +1,10 @@
 import type { Db } from './database.js';
 
 /**
- * Counters of the whole installation in `ops_counters` (migration 20261127190000): what the worker, the imports and
- * the CLI did, in whichever process, read by /metrics. Labels are outcomes and results, never tenant data.
+ * Counters of the whole installation in `ops_counters` (migration 20261127190000): what the worker, the imports, the
+ * backups and the CLI did, in whichever process, read by /metrics. Labels are outcomes and results, never tenant data.
  */
-export type OpsMetric = 'webhook_deliveries' | 'webhook_worker_runs' | 'import_rows' | 'imports';
+export type OpsMetric = 'webhook_deliveries' | 'webhook_worker_runs' | 'import_rows' | 'imports' | 'backups';
 
 /** Adds `counts` (label → how many) to `metric` in one statement; zero counts are left out. */
 export async function addCounts(db: Db, metric: OpsMetric, counts: Record<string, number>): Promise<void> {

@@ -30,7 +30,7 @@ const failed = (checks: Map<string, Check>) =>
 
 /** Every check reports ok, warn or fail, and each warn or fail says how to fix it. */
 function wellFormed(t: ExecutionContext, checks: Map<string, Check>): void {
-  t.deepEqual([...checks.keys()].sort(), ['app_url', 'configuration', 'data_dir', 'database', 'disk', 'migrations', 'node', 'pooler', 'signup', 'smtp', 'stripe', 'trust_proxy', 'webhook_backlog', 'worker']);
+  t.deepEqual([...checks.keys()].sort(), ['app_url', 'backups', 'configuration', 'data_dir', 'database', 'disk', 'migrations', 'node', 'pooler', 'signup', 'smtp', 'stripe', 'trust_proxy', 'webhook_backlog', 'worker']);
   for (const check of checks.values()) {
     t.true(['ok', 'warn', 'fail'].includes(check.status));
     if (check.status !== 'ok') t.truthy(check.fix, `${check.id} has a fix`);
@@ -80,6 +80,8 @@ test('a fresh migrated install without SMTP, Stripe or a worker run has warnings
   t.is(result.checks.get('app_url')!.status, 'warn');
   t.is(result.checks.get('webhook_backlog')!.status, 'ok');
   t.is(result.checks.get('worker')!.status, usingPostgres ? 'warn' : 'ok');
+  t.is(result.checks.get('backups')!.status, 'warn');
+  t.regex(result.checks.get('backups')!.message, /^BACKUP_SCHEDULE is unset/);
   t.regex(result.checks.get('node')!.message, /^v\d+\.\d+\.\d+$/);
   t.regex(result.checks.get('disk')!.message, /GiB free/);
 });
@@ -89,7 +91,9 @@ test('a healthy setup: public https APP_URL behind a proxy, an SMTP server that 
   const env = await migratedBackend(t);
   const smtp = await startSmtp();
   t.teardown(() => smtp.close());
-  const settings = { ...env, APP_URL: 'https://quotes.example.com', TRUST_PROXY: '1', SIGNUP: 'closed', SMTP_URL: smtp.url };
+  const settings = { ...env, APP_URL: 'https://quotes.example.com', TRUST_PROXY: '1', SIGNUP: 'closed', SMTP_URL: smtp.url, BACKUP_SCHEDULE: '0 3 * * *', BACKUP_DIR: tempDir(t) };
+  const backup = await runCli(['backup'], { env: settings, timeoutMs: 180_000 });
+  t.is(backup.code, 0, backup.stderr);
   if (usingPostgres) {
     const worker = await runCli(['worker'], { env: settings });
     t.is(worker.code, 0, worker.stderr);
@@ -98,7 +102,7 @@ test('a healthy setup: public https APP_URL behind a proxy, an SMTP server that 
   const result = await doctor(settings);
   t.is(result.code, 0, failed(result.checks));
   wellFormed(t, result.checks);
-  for (const id of ['configuration', 'node', 'database', 'migrations', 'data_dir', 'disk', 'smtp', 'app_url', 'trust_proxy', 'signup', 'webhook_backlog', 'worker']) {
+  for (const id of ['configuration', 'node', 'database', 'migrations', 'data_dir', 'disk', 'smtp', 'app_url', 'trust_proxy', 'signup', 'webhook_backlog', 'worker', 'backups']) {
     t.is(result.checks.get(id)!.status, 'ok', `${id}: ${result.checks.get(id)!.message}`);
   }
   t.regex(result.checks.get('smtp')!.message, /^127\.0\.0\.1:\d+ answers/);
@@ -108,7 +112,7 @@ test('a healthy setup: public https APP_URL behind a proxy, an SMTP server that 
   t.is(text.code, 0);
   t.regex(text.stdout, /^ok {4}Configuration /m);
   t.regex(text.stdout, /^warn {2}Payments \(Stripe\) +STRIPE_SECRET_KEY is unset.*\. Fix: set STRIPE_SECRET_KEY/m);
-  t.regex(text.stdout, /^13 ok, 1 warning, 0 failed\.$/m);
+  t.regex(text.stdout, /^14 ok, 1 warning, 0 failed\.$/m);
 });
 
 test('a DATABASE_URL that cannot be reached fails with its fix; an invalid one fails the configuration, naming every bad variable', async (t) => {

@@ -125,6 +125,44 @@ async function stagedCopy(t: ExecutionContext): Promise<string> {
   return stage;
 }
 
+const BACKUP_REFUSED =
+  '--backup expects a cron expression of 5 fields (minute hour day-of-month month day-of-week) with numbers, *, */N, lists and ranges, such as "0 3 * * *"; a day of the month or of the week, not both';
+
+/** install.sh's reading of a cron expression as a timer's OnCalendar (sourced: it only defines its functions), or null. */
+function calendarOf(schedule: string): string | null {
+  const result = spawnSync('bash', ['-c', 'script=$1 schedule=$2 && set -- && source "$script" && cron_to_calendar "$schedule"', 'bash', script, schedule], { encoding: 'utf8' });
+  return result.status === 0 ? result.stdout.trim() : null;
+}
+
+test('--backup reads a cron expression as a timer does: fields, steps, lists, ranges and weekdays; refuses what a timer would read otherwise', (t) => {
+  const read: [string, string][] = [
+    ['0 3 * * *', '*-*-* 3:0:00'],
+    ['*/15 * * * *', '*-*-* *:0/15:00'],
+    ['30 2 * * 1-5', 'Mon..Fri *-*-* 2:30:00'],
+    ['0 3 * * 0,6', 'Sun,Sat *-*-* 3:0:00'],
+    ['0 3 * * 7', 'Sun *-*-* 3:0:00'],
+    ['05 */6 1,15 1-3 *', '*-1..3-1,15 0/6:5:00'],
+  ];
+  for (const [schedule, calendar] of read) {
+    t.is(calendarOf(schedule), calendar, schedule);
+    if (has('systemd-analyze')) t.is(spawnSync('systemd-analyze', ['calendar', calendar]).status, 0, `systemd reads ${calendar}`);
+  }
+  // Without systemd, on PostgreSQL: a cron entry with the expression as it is (sourced, one step, into a staging root).
+  const stage = tempDir(t);
+  const cron = spawnSync(
+    'bash',
+    ['-c', 'script=$1 && set -- --root "$2" --backup "15 4 * * *" && source "$script" && systemd_running() { return 1; } && database_url=postgres://db node_bin=/usr/bin/node && write_backup_units', 'bash', script, stage],
+    { encoding: 'utf8' },
+  );
+  t.is(cron.status, 0, cron.stderr);
+  const entry = fs.readFileSync(path.join(stage, 'etc/cron.d/quoting-backup'), 'utf8');
+  t.regex(entry, /^QUOTING_ENV_FILE=\/etc\/quoting\/quoting\.env$/m);
+  t.regex(entry, /^15 4 \* \* \* quoting \/usr\/bin\/node \/opt\/quoting\/bin\/quoting backup$/m);
+  for (const schedule of ['*/2 * * * * *', '0 3 * *', '0 3 * * MON', '1-5/2 * * * *', '60 * * * *', '0 24 * * *', '0 3 0 * *', '0 3 1 * 1', '5-1 * * * *', '*/0 * * * *', '0 3 * * */2']) {
+    t.is(calendarOf(schedule), null, schedule);
+  }
+});
+
 test('--help works without root, prints Usage and exits 0', async (t) => {
   const result = await install(['--help'], { user: unprivileged });
   t.is(result.code, 0, result.stderr);
@@ -139,6 +177,8 @@ test('--help works without root, prints Usage and exits 0', async (t) => {
     [['--signup', 'maybe'], '--signup expects open or closed'],
     [['--memory-max', 'lots'], '--memory-max expects a size such as 1G or 768M (or infinity)'],
     [['--restore', '/backup.dump'], '--restore goes with --with-postgres'],
+    [['--backup', '0 3 * *'], BACKUP_REFUSED],
+    [['--backup=0 3 1 * 1'], BACKUP_REFUSED],
   ]) {
     const refused = await install(args as string[]);
     t.is(refused.code, 2, (args as string[]).join(' '));
@@ -437,6 +477,74 @@ test('--worker cron writes a cron entry instead of the timer; --signup and --mem
   t.false(fs.existsSync(path.join(stage, 'var/lib/quoting')));
   t.false(fs.existsSync(path.join(stage, 'etc/caddy/quoting.caddy')));
   t.false(/^import quoting\.caddy$/m.test(fs.readFileSync(path.join(stage, 'etc/caddy/Caddyfile'), 'utf8')), 'the Caddyfile no longer imports the site');
+});
+
+test('--backup on PostgreSQL writes BACKUP_SCHEDULE and a hardened timer running quoting backup; on the embedded database serve runs it (no unit); --backup off removes it; --uninstall removes the units', async (t) => {
+  t.timeout(900_000);
+  const stage = await stagedCopy(t);
+  const units = path.join(stage, 'etc/systemd/system');
+  const secrets = envOf(stage);
+
+  const scheduled = await install(['--root', stage, '--backup', '30 2 * * 1-5']);
+  t.is(scheduled.code, 0, scheduled.stderr);
+  t.deepEqual(envOf(stage), { ...secrets, BACKUP_SCHEDULE: '30 2 * * 1-5' });
+  const service = fs.readFileSync(path.join(units, 'quoting-backup.service'), 'utf8');
+  t.regex(service, /^Type=oneshot$/m);
+  t.regex(service, /^ExecStart=\/\S+\/node \/opt\/quoting\/bin\/quoting backup$/m);
+  for (const line of ['User=quoting', 'EnvironmentFile=/etc/quoting/quoting.env', 'ProtectSystem=strict', 'ReadWritePaths=/var/lib/quoting', 'TimeoutStartSec=6h']) {
+    t.true(service.split('\n').includes(line), `quoting-backup.service has ${line}`);
+  }
+  const timer = fs.readFileSync(path.join(units, 'quoting-backup.timer'), 'utf8');
+  t.regex(timer, /^OnCalendar=Mon\.\.Fri \*-\*-\* 2:30:00$/m);
+  t.regex(timer, /^Persistent=true$/m);
+  t.regex(scheduled.stdout, /skipped \(--root\): systemctl enable --now quoting-backup\.timer/);
+  if (has('systemd-analyze')) {
+    for (const unit of ['quoting-backup.service', 'quoting-backup.timer']) {
+      const verified = spawnSync('systemd-analyze', ['verify', unit], { cwd: units, encoding: 'utf8' });
+      t.is(verified.status, 0, `${unit}: ${verified.stderr}`);
+    }
+  }
+
+  // A re-run keeps the schedule and its timer; another --backup replaces both.
+  const kept = await install(['--root', stage]);
+  t.is(kept.code, 0, kept.stderr);
+  t.is(envOf(stage).BACKUP_SCHEDULE, '30 2 * * 1-5');
+  t.true(fs.existsSync(path.join(units, 'quoting-backup.timer')));
+  const daily = await install(['--root', stage, '--backup=0 3 * * *']);
+  t.is(daily.code, 0, daily.stderr);
+  t.is(envOf(stage).BACKUP_SCHEDULE, '0 3 * * *');
+  t.regex(fs.readFileSync(path.join(units, 'quoting-backup.timer'), 'utf8'), /^OnCalendar=\*-\*-\* 3:0:00$/m);
+
+  // A schedule with seconds, written by hand, is refused on PostgreSQL before anything changes.
+  const envFile = path.join(stage, 'etc/quoting/quoting.env');
+  const before = fs.readFileSync(envFile, 'utf8');
+  fs.writeFileSync(envFile, before.replace(/^BACKUP_SCHEDULE=.*$/m, 'BACKUP_SCHEDULE=*/2 * * * * *'));
+  const handEdited = await install(['--root', stage]);
+  t.is(handEdited.code, 1);
+  t.regex(handEdited.stderr, /^install\.sh: BACKUP_SCHEDULE=\*\/2 \* \* \* \* \* in \/etc\/quoting\/quoting\.env cannot be run by a timer on PostgreSQL/);
+  fs.writeFileSync(envFile, before);
+
+  const off = await install(['--root', stage, '--backup', 'off']);
+  t.is(off.code, 0, off.stderr);
+  t.is(envOf(stage).BACKUP_SCHEDULE, '', 'blank: unset');
+  t.false(fs.existsSync(path.join(units, 'quoting-backup.timer')));
+  t.false(fs.existsSync(path.join(units, 'quoting-backup.service')));
+
+  // The embedded database: the schedule is quoting serve's, and no unit is written.
+  fs.writeFileSync(envFile, fs.readFileSync(envFile, 'utf8').replace(/^DATABASE_URL=.*\n/m, ''));
+  const embedded = await install(['--root', stage, '--backup', '*/30 * * * *']);
+  t.is(embedded.code, 0, embedded.stderr);
+  t.is(envOf(stage).BACKUP_SCHEDULE, '*/30 * * * *');
+  t.regex(embedded.stdout, /embedded database: quoting serve runs the backups \(\*\/30 \* \* \* \*\) itself/);
+  t.false(fs.existsSync(path.join(units, 'quoting-backup.timer')));
+
+  fs.writeFileSync(envFile, `${fs.readFileSync(envFile, 'utf8')}DATABASE_URL=${secrets.DATABASE_URL}\n`);
+  t.is((await install(['--root', stage])).code, 0);
+  t.true(fs.existsSync(path.join(units, 'quoting-backup.timer')), 'back on PostgreSQL, the timer runs it');
+  const uninstall = await install(['--root', stage, '--uninstall']);
+  t.is(uninstall.code, 0, uninstall.stderr);
+  for (const unit of ['quoting-backup.timer', 'quoting-backup.service']) t.false(fs.existsSync(path.join(units, unit)), unit);
+  t.is(envOf(stage).BACKUP_SCHEDULE, '*/30 * * * *', 'settings kept');
 });
 
 // The wrapper switches to the service user, which needs root; `nobody` plays the quoting user (no user is created).

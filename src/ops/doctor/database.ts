@@ -5,7 +5,7 @@ export { OLDEST_POSTGRES, postgresTooOld } from '../../db/postgres-version.js';
 
 const MINUTE = 60_000;
 
-function ago(ms: number): string {
+export function ago(ms: number): string {
   if (ms < 2 * MINUTE) return `${Math.round(ms / 1000)} s`;
   if (ms < 120 * MINUTE) return `${Math.round(ms / MINUTE)} min`;
   if (ms < 48 * 60 * MINUTE) return `${Math.round(ms / (60 * MINUTE))} h`;

@@ -1,3 +1,4 @@
+import { backups } from './backups.js';
 import type { Check, DatabaseAccess, DoctorContext, Finding } from './check.js';
 import { databaseReachable, pendingMigrations, webhookBacklog, workerRuns } from './database.js';
 import { smtp, stripe } from './peers.js';
@@ -25,6 +26,7 @@ export const checks: Check[] = [
   signup,
   webhookBacklog,
   workerRuns,
+  backups,
 ];
 
 export interface Result extends Finding {
