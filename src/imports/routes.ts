@@ -52,8 +52,9 @@ export function importRoutes(api: Api, { db, config }: AppDeps): void {
     'Import products and variants from a CSV (one row per variant)',
     'Columns: product_sku, name, variant_sku (required), type, status, brand, category, description, variant_name, price, attr:<name>. ' +
       'Rows are grouped into products by product_sku and upserted by product SKU, then variant SKU; product columns are read from the first row of each product. ' +
-      'A Shopify product export is recognised by its header and mapped (Handle, Title, Vendor, Type, Option1 Name/Value..., Variant SKU, Variant Price). ' +
-      'Counts are rows (one row is one variant). Emits no events.',
+      'A Shopify product export is recognised by its header and mapped (Handle, Title, Body (HTML) or Body, Vendor, the category from Type, Custom Product Type ' +
+      'or the last segment of Product Category, Standard(ized) Product Type, Status or else Published, Option1 Name/Value..., Variant SKU, Variant Price); ' +
+      'its image-only rows are counted in `skipped`. Counts are rows (one row is one variant). Emits no events.',
   );
   route(
     'orders',
