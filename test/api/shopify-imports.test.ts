@@ -1,5 +1,6 @@
 import test from 'ava';
 import { useOwnerApp } from '../helpers/fixture.js';
+import { exportCsv, ordersHeader, taxExcludedOrders, taxIncludedOrders } from '../helpers/shopify-exports.js';
 
 /**
  * Shopify exports as shops download them, in the spellings of different years: products (category, description and
@@ -9,14 +10,6 @@ import { useOwnerApp } from '../helpers/fixture.js';
 const { owner } = useOwnerApp(test);
 
 const csvPost = (path: string, csv: string) => owner.client.request('POST', path, { raw: csv, contentType: 'text/csv' });
-
-/** A cell as a spreadsheet writes it: quoted when it holds a comma, a quote or a line break. */
-const quoted = (value: string) => (/[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
-
-/** An export: the header, then each row's cells by column name (missing ones empty). */
-function exportCsv(header: string[], rows: Record<string, string>[]): string {
-  return [header.join(','), ...rows.map((row) => header.map((name) => quoted(row[name] ?? '')).join(','))].join('\n') + '\n';
-}
 
 async function productBySku(sku: string) {
   const res = await owner.client.get(`/api/v1/products?q=${encodeURIComponent(sku)}`);
@@ -110,4 +103,89 @@ test.serial('products: Body and Standard Product Type; a row error in a record o
   });
   t.like(await productBySku('oak-board'), { category: 'Cutting Boards', description: 'Oiled oak.\nHand finished.', status: 'active' });
   t.like(await productBySku('elm-board'), { description: 'Elm.', status: 'draft' });
+});
+
+async function orderByNumber(number: string) {
+  const list = (await owner.client.get(`/api/v1/orders?q=${encodeURIComponent(number)}`)).body.data.orders;
+  const found = list.find((o: { order_number: string }) => o.order_number === number);
+  if (!found) return undefined;
+  const res = await owner.client.get(`/api/v1/orders/${found.id}`);
+  return { ...res.body.data.order, items: res.body.data.items.map((i: any) => [i.sku, i.description, i.quantity, i.price]) };
+}
+
+async function customerEmail(id: number | null) {
+  if (id === null) return null;
+  return (await owner.client.get(`/api/v1/customers/${id}`)).body.data.customer.email;
+}
+
+test.serial('orders, prices without tax: statuses, customers, discount, tax and shipping; the total is the export\'s; figures that disagree are a row error', async (t) => {
+  const res = await csvPost('/api/v1/orders/import', taxExcludedOrders);
+  t.is(res.status, 200, res.text);
+  t.deepEqual(res.body.data.import, {
+    rows: 7, created: 4, updated: 0, unchanged: 0, failed: 2, skipped: 0,
+    errors: [
+      { row: 8, field: 'Subtotal', message: 'Subtotal: the line items come to 23.00, less the discount of 0.00 that is 23.00, not the Subtotal of 25.00.' },
+      { row: 9, field: 'order', message: 'order 5501234567894: not imported because line 8 failed.' },
+    ],
+  });
+  const first = await orderByNumber('#1001');
+  t.like(first, {
+    external_source: 'shopify', external_id: '5501234567890', status: 'fulfilled', currency: 'USD',
+    subtotal: '82.50', discount_amount: '7.75', tax_amount: '6.18', total: '80.93', placed_at: '2026-03-04T15:15:42.000Z',
+  });
+  t.deepEqual(first.items, [['APRON-NAT', 'Linen Apron - Natural', '2', '34.00'], ['TOWEL-1', 'Tea Towel', '1', '9.50'], [null, 'Shipping', '1', '5.00']]);
+  t.is(await customerEmail(first.customer_id), 'ann@example.com');
+  const ann = (await owner.client.get(`/api/v1/customers/${first.customer_id}`)).body.data.customer;
+  t.is(ann.name, 'Ann Archer');
+
+  const noEmail = await orderByNumber('#1002');
+  t.like(noEmail, { status: 'pending', customer_id: null, tax_amount: '9.60', total: '129.60', placed_at: '2026-03-06T22:45:00.000Z' });
+  t.deepEqual(noEmail.items, [['TR-42', 'Trail Runner - 42', '1', '120.00']]);
+  t.like(await orderByNumber('#1003'), { status: 'refunded', total: '20.52', subtotal: '19.00' });
+  t.like(await orderByNumber('#1004'), { status: 'cancelled', total: '4.32' });
+  t.is(await orderByNumber('#1005'), undefined);
+
+  const again = await csvPost('/api/v1/orders/import', taxExcludedOrders);
+  t.like(again.body.data.import, { rows: 7, created: 0, updated: 0, unchanged: 4, failed: 2 });
+  // A changed tax on a stored order updates it (the figures are the order's, not only its items).
+  const changed = taxExcludedOrders.replace(',1.52,20.52,', ',1.62,20.62,');
+  const third = await csvPost('/api/v1/orders/import', changed);
+  t.like(third.body.data.import, { created: 0, updated: 1, unchanged: 3, failed: 2 });
+  t.like(await orderByNumber('#1003'), { tax_amount: '1.62', total: '20.62' });
+});
+
+test.serial('orders, prices with tax included: the total is Subtotal + Shipping, the tax inside the prices; a Total that fits neither is a row error', async (t) => {
+  const res = await csvPost('/api/v1/orders/import', taxIncludedOrders);
+  t.is(res.status, 200, res.text);
+  t.deepEqual(res.body.data.import, {
+    rows: 5, created: 3, updated: 0, unchanged: 0, failed: 1, skipped: 0,
+    errors: [{ row: 6, field: 'Total', message: 'Total: 55.00 is neither Subtotal + Shipping + Taxes (52.38) nor, with taxes included in the prices, Subtotal + Shipping (50.00).' }],
+  });
+  const dubai = await orderByNumber('#2001');
+  // No Id column: the order number is the external id.
+  t.like(dubai, { external_source: 'shopify', external_id: '#2001', status: 'paid', currency: 'AED', subtotal: '36.50', tax_amount: '0.00', total: '36.50', placed_at: '2026-03-05T05:00:00.000Z' });
+  t.deepEqual(dubai.items, [['COOKIE-1', 'Date Cookies', '3', '10.50'], [null, 'Shipping', '1', '5.00']]);
+  const discounted = await orderByNumber('#2002');
+  t.like(discounted, { status: 'fulfilled', subtotal: '150.00', discount_amount: '15.00', tax_amount: '0.00', total: '135.00', placed_at: '2026-03-06T19:30:00.000Z' });
+  t.is(discounted.items.length, 2);
+  t.like(await orderByNumber('#2003'), { status: 'pending', total: '90.00' });
+  t.is(await orderByNumber('#2004'), undefined);
+});
+
+test.serial('orders: an unknown financial status and a bad amount are row errors naming the Shopify column; a file without Total is refused', async (t) => {
+  const csv = exportCsv(ordersHeader, [
+    { Name: '#3001', Email: 'x@example.com', 'Financial Status': 'expired', Currency: 'USD', Subtotal: '5.00', Total: '5.00', 'Created at': '2026-03-09 10:00:00 +0000', 'Lineitem quantity': '1', 'Lineitem name': 'Pin', 'Lineitem price': '5.00' },
+    { Name: '#3002', Email: 'x@example.com', 'Financial Status': 'paid', Currency: 'USD', Subtotal: '5.00', Total: '5,00', 'Lineitem quantity': '1', 'Lineitem name': 'Pin', 'Lineitem price': '5.001' },
+  ]);
+  const res = await csvPost('/api/v1/orders/import', csv);
+  t.is(res.status, 200, res.text);
+  t.deepEqual(res.body.data.import.errors, [
+    { row: 2, field: 'Financial Status', message: 'Financial Status: "expired" is not one of paid, partially_refunded, pending, authorized, partially_paid, refunded, voided.' },
+    { row: 3, field: 'Total', message: 'Total: "5,00" is not an amount (digits, at most 2 decimals, below 1000000000000).' },
+    { row: 3, field: 'Lineitem price', message: 'Lineitem price: must have at most 2 decimal places.' },
+  ]);
+  const header = ordersHeader.filter((name) => name !== 'Total');
+  const noTotal = await csvPost('/api/v1/orders/import', exportCsv(header, [{ Name: '#3003', 'Lineitem price': '1.00' }]));
+  t.is(noTotal.status, 422);
+  t.regex(noTotal.body.error, /no Total column/);
 });
