@@ -45,7 +45,9 @@ export function summaryLines(status: ImportStatus): string[] {
     ? [`Nothing was imported: ${r.failed} of ${r.rows} rows read from the ${status.kind} file in ${took} failed (--on-error abort).`]
     : [
         `${status.dryRun ? 'Dry run (nothing written): ' : ''}${r.rows} rows read from the ${status.kind} file in ${took}: ` +
-          `${r.created} created, ${r.updated} updated, ${r.unchanged} unchanged (${what}), ${r.failed} rows failed.`,
+          `${r.created} created, ${r.updated} updated, ${r.unchanged} unchanged (${what}), ${r.failed} rows failed` +
+          // Only files that have such rows (Shopify image rows) say so; other summaries read as before.
+          `${r.skipped ? `, ${r.skipped} image-only rows skipped` : ''}.`,
       ];
   // Messages start with their field ("price: must …"); other ones get it in front.
   for (const e of r.errors.slice(0, ERRORS_SHOWN)) lines.push(`  line ${e.row}, ${e.message.startsWith(`${e.field}:`) ? e.message : `${e.field}: ${e.message}`}`);

@@ -9,6 +9,7 @@ import { inputIssues } from '../schema/parse.js';
 import { columnIndex } from './csv.js';
 import { BatchOutcome, type Importer, type ImportReport, type RowError } from './report.js';
 import { orderRow, type OrderRow } from './schema.js';
+import { isShopifyOrderHeader, shopifyIssue, shopifyOrderRows, shopifyTotals, type Figures } from './shopify-orders.js';
 
 const columns = [
   'order_number', 'external_id', 'external_source', 'status', 'currency', 'customer_email', 'customer_name',
@@ -19,12 +20,17 @@ interface Line {
   line: number;
   data?: OrderRow;
   errors: RowError[];
+  /** A Shopify export's order figures (read from the order's first row). */
+  figures?: Figures;
 }
 
 interface PendingOrder {
   source: string;
   externalId: string;
   lines: Line[];
+  /** Set once its rows passed: the items to write (a Shopify order's Shipping item among them), and its discount and tax if the file gives them. */
+  items?: ItemValues[];
+  amounts?: { discount_amount: string; tax_amount: string };
 }
 
 /** The order as it will be stored; compared with the stored one to tell updated from unchanged. */
@@ -39,12 +45,14 @@ interface Resolved {
  * An order whose rows all pass is written as `POST /orders/external` writes one (writeOrders: items replaced,
  * totals, `order.created` or `order.updated`); a row that fails fails its whole order. An empty cell keeps the stored
  * order's value, and an order identical to the stored one is left alone and emits nothing. Customers are upserted
- * by email (upsertCustomers, `fill`: an empty name keeps the stored one).
+ * by email (upsertCustomers, `fill`: an empty name keeps the stored one). A Shopify orders export is mapped row by row
+ * (shopify-orders.ts), and each of its orders is checked against its figures and written with its discount and tax.
  */
 export function orderImporter(header: string[]): Importer {
   const index = columnIndex(header);
-  if (!index.has('price')) throw new Validation('price', 'The CSV has no price column (required for an order import).');
-  if (!index.has('external_id') && !index.has('order_number')) {
+  const shopify = isShopifyOrderHeader(header) ? shopifyOrderRows(header) : undefined;
+  if (!shopify && !index.has('price')) throw new Validation('price', 'The CSV has no price column (required for an order import).');
+  if (!shopify && !index.has('external_id') && !index.has('order_number')) {
     throw new Validation('order_number', 'The CSV has neither an order_number nor an external_id column; one of them identifies each order.');
   }
   const cell = (values: string[], name: string) => {
@@ -78,20 +86,26 @@ export function orderImporter(header: string[]): Importer {
       };
       for (const row of rows) {
         outcome.rows++;
-        const raw: Record<string, string | undefined> = {};
-        for (const column of columns) {
-          const value = cell(row.values, column);
-          if (value !== undefined && !(column === 'quantity' && value.trim() === '')) raw[column] = value;
+        const mapped = shopify?.(row.values, row.line);
+        const raw: Record<string, string | undefined> = mapped?.raw ?? {};
+        if (!mapped) {
+          for (const column of columns) {
+            const value = cell(row.values, column);
+            if (value !== undefined && !(column === 'quantity' && value.trim() === '')) raw[column] = value;
+          }
         }
         const source = (raw.external_source ?? '').trim() || 'import';
         const externalId = (raw.external_id ?? '').trim() || (raw.order_number ?? '').trim();
         if (!externalId) {
           outcome.failed++;
-          outcome.fail(row.line, 'order_number', 'order_number: give an order_number or an external_id to say which order the row belongs to.');
+          if (shopify) outcome.fail(row.line, 'Name', 'Name: is empty; each row names its order.');
+          else outcome.fail(row.line, 'order_number', 'order_number: give an order_number or an external_id to say which order the row belongs to.');
           continue;
         }
         const checked = inputIssues(orderRow, raw);
-        const line: Line = { line: row.line, data: checked.ok ? checked.data : undefined, errors: checked.ok ? [] : checked.issues.map((i) => ({ row: row.line, ...i })) };
+        const issues = checked.ok ? [] : checked.issues.map((i) => ({ row: row.line, ...i }));
+        const errors = mapped ? [...mapped.errors, ...issues.map(shopifyIssue)] : issues;
+        const line: Line = { line: row.line, data: checked.ok && !errors.length ? checked.data : undefined, errors, figures: mapped?.figures };
         if (open && open.source === source && open.externalId === externalId) {
           open.lines.push(line);
           continue;
@@ -100,7 +114,7 @@ export function orderImporter(header: string[]): Importer {
         const earlier = finished.get(orderKey(source, externalId));
         if (earlier !== undefined) {
           outcome.failed++;
-          outcome.fail(row.line, index.has('external_id') ? 'external_id' : 'order_number', `order ${externalId}: its rows must be adjacent; it started on line ${earlier} and another order came in between.`);
+          outcome.fail(row.line, shopify ? 'Name' : index.has('external_id') ? 'external_id' : 'order_number', `order ${externalId}: its rows must be adjacent; it started on line ${earlier} and another order came in between.`);
           continue;
         }
         open = { source, externalId, lines: [line] };
@@ -152,9 +166,24 @@ async function importOrders(
       failOrder(order, report, bad.errors[0]);
       continue;
     }
-    const overflow = amountsOverflow(order.lines.map(({ data }) => ({ quantity: data!.quantity, price: data!.price! })));
-    if (overflow === 'order') failOrder(order, report, { row: order.lines[0].line, field: 'price', message: 'price: the order total must be less than 1000000000000.' });
-    else if (overflow) failOrder(order, report, { row: order.lines[overflow.item].line, field: 'quantity', message: 'quantity: quantity × price must be less than 1000000000000.' });
+    order.items = order.lines.map(({ data }) => ({ sku: data!.sku ?? null, description: data!.description ?? null, quantity: data!.quantity, price: data!.price! }));
+    const first = order.lines[0];
+    if (first.figures) {
+      // A Shopify order: its figures must agree with its line items, and its discount, tax and shipping are kept.
+      const totals = shopifyTotals(first.line, first.figures, order.items);
+      if ('row' in totals) {
+        failOrder(order, report, totals);
+        continue;
+      }
+      order.items = totals.items;
+      order.amounts = { discount_amount: totals.discount_amount, tax_amount: totals.tax_amount };
+    }
+    const overflow = amountsOverflow(order.items);
+    // A Shopify order's Shipping item comes after its rows' items (and holds less than the limit).
+    const itemLine = (item: number) => order.lines[Math.min(item, order.lines.length - 1)].line;
+    const [quantityField, priceField] = first.figures ? ['Lineitem quantity', 'Lineitem price'] : ['quantity', 'price'];
+    if (overflow === 'order') failOrder(order, report, { row: first.line, field: priceField, message: `${priceField}: the order total must be less than 1000000000000.` });
+    else if (overflow) failOrder(order, report, { row: itemLine(overflow.item), field: quantityField, message: `${quantityField}: quantity × price must be less than 1000000000000.` });
     else candidates.push(order);
   }
   if (candidates.length === 0) return;
@@ -199,7 +228,8 @@ async function importOrders(
         customer_id: email !== undefined ? customers.get(email)!.id : (existing?.customer_id ?? null),
         channel_id: first.channel_id ?? existing?.channel_id ?? null,
         placed_at: first.placed_at ? first.placed_at.toISOString() : existing?.placed_at != null ? new Date(existing.placed_at).toISOString() : null,
-        items: order.lines.map(({ data }) => ({ sku: data!.sku ?? null, description: data!.description ?? null, quantity: data!.quantity, price: data!.price! })),
+        items: order.items!,
+        ...order.amounts,
       },
     };
   });
@@ -210,7 +240,9 @@ async function importOrders(
     const v = r.values;
     const same =
       e.order_number === v.order_number && e.status === v.status && e.currency === v.currency && e.customer_id === v.customer_id &&
-      e.channel_id === v.channel_id && (e.placed_at === null ? v.placed_at === null : v.placed_at !== null && e.placed_at === Date.parse(v.placed_at)) &&
+      e.channel_id === v.channel_id &&
+      (v.discount_amount === undefined || (e.discount_amount === moneyText(v.discount_amount) && e.tax_amount === moneyText(v.tax_amount!))) &&
+      (e.placed_at === null ? v.placed_at === null : v.placed_at !== null && e.placed_at === Date.parse(v.placed_at)) &&
       e.items.length === v.items.length &&
       e.items.every(([sku, description, quantity, price], i) => {
         const item = v.items[i];

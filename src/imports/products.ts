@@ -84,10 +84,10 @@ export function isShopifyHeader(header: string[]): boolean {
 }
 
 /**
- * A Shopify product export: Handle → product SKU, Title → name, Body (HTML) → description,
- * Vendor → brand, Type → category, Status (or Published) → status, OptionN Name/Value → variant
- * attributes and name, Variant SKU / Variant Price. A product's later rows leave Title and the
- * option names empty; image-only rows carry no variant and are skipped.
+ * A Shopify product export, old and new spellings: Handle → product SKU, Title → name, Body (HTML) or Body →
+ * description, Vendor → brand, the category (shopifyCategory), Status (or, when empty or absent, Published) → status,
+ * OptionN Name/Value → variant attributes and name, Variant SKU / Variant Price. A product's later rows leave Title
+ * and the option names empty; image-only rows carry no variant and are skipped (and counted as skipped).
  */
 function shopifyFormat(header: string[]): Format {
   const index = columnIndex(header);
@@ -97,6 +97,7 @@ function shopifyFormat(header: string[]): Format {
   };
   const present = new Set<string>(['brand', 'category', 'description', 'variant_name', 'attributes']);
   if (index.has('status') || index.has('published')) present.add('status');
+  const description = index.has('body (html)') ? 'body (html)' : 'body';
   if (index.has('variant price')) present.add('price');
   const slots = [1, 2, 3];
   return {
@@ -132,10 +133,11 @@ function shopifyFormat(header: string[]): Format {
       if (present.has('price')) variant.price = price;
       let mapped: Mapped = { product_sku: handle, variant, ...(sku ? {} : { generatedSku: true as const }) };
       if (title) {
-        const status = index.has('status') ? cell(values, 'status').toLowerCase() : published(cell(values, 'published'));
+        // A non-empty Status wins; exports without one (or rows that leave it empty) say it with Published.
+        const status = cell(values, 'status').toLowerCase() || published(cell(values, 'published'));
         mapped = {
           ...mapped,
-          product: { name: title, status, brand: cell(values, 'vendor'), category: cell(values, 'type'), description: cell(values, 'body (html)') },
+          product: { name: title, status, brand: cell(values, 'vendor'), category: shopifyCategory((name) => cell(values, name)), description: cell(values, description) },
         };
       }
       return mapped;
@@ -153,6 +155,22 @@ export function generatedSku(parts: string[]): string {
   if (whole.length <= SKU_MAX) return whole;
   const hash = crypto.createHash('sha256').update(whole).digest('hex').slice(0, 10);
   return `${whole.slice(0, SKU_MAX - hash.length - 1)}-${hash}`;
+}
+
+/**
+ * The category: the first non-empty of Type, Custom Product Type (a shop's own words), then the last segment of the
+ * taxonomy path in Product Category, Standard Product Type or Standardized Product Type (`Apparel > Shirts` → `Shirts`),
+ * as the exports of different years spell them.
+ */
+function shopifyCategory(cell: (name: string) => string): string {
+  for (const name of ['type', 'custom product type']) {
+    if (cell(name)) return cell(name);
+  }
+  for (const name of ['product category', 'standard product type', 'standardized product type']) {
+    const last = cell(name).split('>').map((part) => part.trim()).filter(Boolean).pop();
+    if (last) return last;
+  }
+  return '';
 }
 
 function published(value: string): string {
@@ -201,7 +219,10 @@ export function productImporter(header: string[]): Importer {
       const candidates: Candidate[] = [];
       for (const row of rows) {
         const mapped = format.map(row.values, products);
-        if (!mapped) continue;
+        if (!mapped) {
+          outcome.skipped++;
+          continue;
+        }
         outcome.rows++;
         const checked = inputIssues(variantRow, mapped.variant);
         if (!checked.ok) {

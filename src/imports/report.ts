@@ -16,10 +16,12 @@ export interface ImportReport {
   updated: number;
   unchanged: number;
   failed: number;
+  /** Rows read and left out as carrying nothing to import (a Shopify row with only an image); not in `rows`. */
+  skipped: number;
   errors: RowError[];
 }
 
-export const emptyReport = (): ImportReport => ({ rows: 0, created: 0, updated: 0, unchanged: 0, failed: 0, errors: [] });
+export const emptyReport = (): ImportReport => ({ rows: 0, created: 0, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
 
 /** Writes one prepared batch inside the import's transaction, adding its outcome to the report. */
 export type BatchWrite = (trx: Db, access: Access, report: ImportReport) => Promise<void>;
@@ -47,6 +49,7 @@ export interface Importer {
 export class BatchOutcome {
   rows = 0;
   failed = 0;
+  skipped = 0;
   readonly errors: RowError[] = [];
 
   fail(row: number, field: string, message: string): void {
@@ -56,6 +59,7 @@ export class BatchOutcome {
   addTo(report: ImportReport): void {
     report.rows += this.rows;
     report.failed += this.failed;
+    report.skipped += this.skipped;
     for (const error of this.errors) report.errors.push(error);
   }
 }

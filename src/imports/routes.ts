@@ -52,15 +52,18 @@ export function importRoutes(api: Api, { db, config }: AppDeps): void {
     'Import products and variants from a CSV (one row per variant)',
     'Columns: product_sku, name, variant_sku (required), type, status, brand, category, description, variant_name, price, attr:<name>. ' +
       'Rows are grouped into products by product_sku and upserted by product SKU, then variant SKU; product columns are read from the first row of each product. ' +
-      'A Shopify product export is recognised by its header and mapped (Handle, Title, Vendor, Type, Option1 Name/Value..., Variant SKU, Variant Price). ' +
-      'Counts are rows (one row is one variant). Emits no events.',
+      'A Shopify product export is recognised by its header and mapped (Handle, Title, Body (HTML) or Body, Vendor, the category from Type, Custom Product Type ' +
+      'or the last segment of Product Category, Standard(ized) Product Type, Status or else Published, Option1 Name/Value..., Variant SKU, Variant Price); ' +
+      'its image-only rows are counted in `skipped`. Counts are rows (one row is one variant). Emits no events.',
   );
   route(
     'orders',
     'Import orders from a CSV (one row per item)',
     'Columns: order_number, external_id, external_source, status, currency, customer_email, customer_name, channel_id, placed_at, sku, description, quantity, price. ' +
       'Adjacent rows with the same (external_source, external_id), or (external_source, order_number) when external_id is empty, make one order; ' +
-      'order columns are read from its first row. created/updated/unchanged count orders, failed counts rows. Emits order.created / order.updated ' +
+      'order columns are read from its first row. A Shopify orders export is recognised by its header (Name, Financial Status, Lineitem price) and mapped: ' +
+      'source shopify, Id or Name, statuses, Email/Billing Name, Created at, line items, Shipping as an item, Discount Amount and Taxes as the discount and tax, ' +
+      'its figures checked so that the total is its Total. created/updated/unchanged count orders, failed counts rows. Emits order.created / order.updated ' +
       '(an unchanged order emits nothing) and customer.created / customer.updated for customers upserted by email.',
   );
 }

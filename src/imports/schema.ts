@@ -65,6 +65,7 @@ export const importOut = z.object({
     updated: z.number().int(),
     unchanged: z.number().int(),
     failed: z.number().int().describe('Rows not applied'),
+    skipped: z.number().int().describe('Rows left out as carrying nothing to import (a Shopify product row with only an image); not counted in rows'),
     errors: z.array(z.object({ row: z.number().int().describe('Spreadsheet line number; the header is line 1'), field: z.string(), message: z.string() })),
   }),
 });

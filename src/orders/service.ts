@@ -142,6 +142,9 @@ export interface OrderValues {
   placed_at: Date | string | null;
   /** Omitted (on every order of a write): a stored order keeps its notes, a new one has none. */
   notes?: string | null;
+  /** Given on every order of a write or on none (then a stored order keeps its own, a new one has 0). */
+  discount_amount?: string;
+  tax_amount?: string;
   items: ItemValues[];
 }
 
@@ -176,18 +179,20 @@ export async function writeOrders(trx: Db, access: Access, orders: OrderValues[]
   if (orders.length === 0) return [];
   const workspaceId = access.workspaceId;
   const notes = orders[0].notes !== undefined;
+  const amounts = orders[0].discount_amount !== undefined;
   // Items first in JSON, so that the order's subtotal is summed in the statement that writes the order.
   const { rows: upserted } = await trx
     .raw(
-      `insert into orders (workspace_id, external_source, external_id, order_number, status, currency, customer_id, channel_id, placed_at${notes ? ', notes' : ''}, subtotal, total)
-       select ?, r.external_source, r.external_id, r.order_number, r.status, r.currency, r.customer_id, r.channel_id, r.placed_at${notes ? ', r.notes' : ''}, t.subtotal, t.subtotal
+      `insert into orders (workspace_id, external_source, external_id, order_number, status, currency, customer_id, channel_id, placed_at${notes ? ', notes' : ''}${amounts ? ', discount_amount, tax_amount' : ''}, subtotal, total)
+       select ?, r.external_source, r.external_id, r.order_number, r.status, r.currency, r.customer_id, r.channel_id, r.placed_at${notes ? ', r.notes' : ''}${amounts ? ', r.discount_amount, r.tax_amount' : ''},
+              t.subtotal, t.subtotal${amounts ? ' - r.discount_amount + r.tax_amount' : ''}
          from json_to_recordset(?::json) as r(external_source text, external_id text, order_number text, status text, currency text,
-                                             customer_id int, channel_id int, placed_at timestamptz, notes text, items json)
+                                             customer_id int, channel_id int, placed_at timestamptz, notes text, discount_amount numeric, tax_amount numeric, items json)
          cross join lateral (select coalesce(sum(round(i.quantity * i.price, 2)), 0) as subtotal
                                from json_to_recordset(r.items) as i(quantity numeric, price numeric)) t
        on conflict (workspace_id, external_source, external_id) do update set order_number = excluded.order_number, status = excluded.status,
          currency = excluded.currency, customer_id = excluded.customer_id, channel_id = excluded.channel_id, placed_at = excluded.placed_at,${notes ? ' notes = excluded.notes,' : ''}
-         subtotal = excluded.subtotal, total = excluded.subtotal - orders.discount_amount + orders.tax_amount, updated_at = now()
+         subtotal = excluded.subtotal,${amounts ? ' discount_amount = excluded.discount_amount, tax_amount = excluded.tax_amount, total = excluded.total,' : ' total = excluded.subtotal - orders.discount_amount + orders.tax_amount,'} updated_at = now()
        returning id, external_source, external_id, (xmax = 0) as created`,
       [workspaceId, JSON.stringify(orders.map(({ items, ...order }) => ({ ...order, items: items.map(({ quantity, price }) => ({ quantity, price })) })))],
     )
@@ -228,8 +233,11 @@ export async function writeOrders(trx: Db, access: Access, orders: OrderValues[]
 export const orderKey = (source: string, externalId: string) => `${source}\u0000${externalId}`;
 
 /** A stored external order, as a set-based write compares it with what it would write. */
-export interface StoredOrder extends Omit<OrderValues, 'placed_at' | 'notes' | 'items'> {
+export interface StoredOrder extends Omit<OrderValues, 'placed_at' | 'notes' | 'items' | 'discount_amount' | 'tax_amount'> {
   id: number;
+  /** As PostgreSQL prints numeric(14,2). */
+  discount_amount: string;
+  tax_amount: string;
   /** Epoch milliseconds, to compare with another time whatever its spelling. */
   placed_at: number | null;
   /** [sku, description, quantity, price], as PostgreSQL prints them, by id. */
@@ -250,6 +258,7 @@ export async function ordersByKey(db: Db, workspaceId: number, keys: { source: s
     `select o.* from json_to_recordset(?::json) as k(source text, external_id text)
        cross join lateral (
          select o.id, o.external_source, o.external_id, o.order_number, o.status, o.currency, o.customer_id, o.channel_id,
+                o.discount_amount::text as discount_amount, o.tax_amount::text as tax_amount,
                 (extract(epoch from o.placed_at) * 1000)::float8 as placed_at,
                 coalesce((select json_agg(json_build_array(i.sku, i.description, trim_scale(i.quantity)::text, i.price::text) order by i.id)
                             from order_items i where i.order_id = o.id and i.workspace_id = o.workspace_id), '[]'::json) as items
