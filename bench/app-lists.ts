@@ -7,7 +7,8 @@
  *      leads to it (`?page=500&before=<id>`), `/app/quotes?status=sent`, its page 100 the same way, and page 500
  *      typed in (`?page=500` alone: the rows before it are skipped with OFFSET),
  * alternated A B A B … `--rounds` times with `--requests` sequential requests each, the whole body received,
- * uncompressed. A page does more than the list: the status tabs' counts (which give the pager's total; kept per
+ * uncompressed; the server process's CPU per request is read from /proc beside it (steadier than time on a busy machine;
+ * on PostgreSQL the database's own CPU is not in it). A page does more than the list: the status tabs' counts (which give the pager's total; kept per
  * workspace, channel and status) and the channels for the filter are two more queries. Prints min/median/max of each round's median and the ratio of medians (target ≤ 1.5).
  * Then a page's first load on the wire: the HTML of /app/quotes with its stylesheet and script, gzip (target < 60 KB).
  *   node dist/bench/app-lists.js [--db postgres,embedded] [--rows 50000] [--rounds 7] [--requests 20]
@@ -19,7 +20,7 @@ import { openDatabase } from '../src/db/database.js';
 import { seedCustomers } from './lists-seed.js';
 import { seedQuotes } from './quotes-seed.js';
 import {
-  benchArgs, databasesOption, dbName, freshPostgresUrl, loadAverage, median, note, onCleanup, printTable, runBench, signUp, spread, startEmbedded, startQuoting,
+  benchArgs, cpuMs, databasesOption, dbName, freshPostgresUrl, loadAverage, median, note, onCleanup, printTable, runBench, signUp, spread, startEmbedded, startQuoting,
   tempDataDir, withDataDir, type ChildServer, type DbKind,
 } from './lib.js';
 
@@ -55,15 +56,16 @@ async function timed(url: string, cookie: string): Promise<{ ms: number; bytes: 
   return { ms: performance.now() - started, bytes: body.byteLength, status: res.status };
 }
 
-/** The median of `requests` sequential requests. */
-async function round(url: string, cookie: string): Promise<number> {
+/** The median of `requests` sequential requests, and the server process's CPU per request over them. */
+async function round(url: string, cookie: string, server: ChildServer): Promise<{ ms: number; cpu: number }> {
   const samples: number[] = [];
+  const cpuBefore = cpuMs(server.child.pid);
   for (let i = 0; i < requests; i++) {
     const { ms, status } = await timed(url, cookie);
     if (status !== 200) throw new Error(`${url} answered ${status}`);
     samples.push(ms);
   }
-  return median(samples);
+  return { ms: median(samples), cpu: (cpuMs(server.child.pid) - cpuBefore) / requests };
 }
 
 interface Row {
@@ -71,6 +73,8 @@ interface Row {
   page: string;
   api: number[];
   app: number[];
+  apiCpu: number[];
+  appCpu: number[];
 }
 
 async function measure(server: ChildServer, cookie: string, customerId: number, db: DbKind, results: Row[]): Promise<void> {
@@ -89,13 +93,17 @@ async function measure(server: ChildServer, cookie: string, customerId: number, 
     await nextLink('/app/quotes?status=sent&page=99'), '/app/quotes?page=500',
   ];
   // Warm both paths (prepared statements, caches) before anything is counted.
-  for (const path of pages) await round(`${server.url}${path}`, cookie);
-  await round(baseline, cookie);
+  for (const path of pages) await round(`${server.url}${path}`, cookie, server);
+  await round(baseline, cookie, server);
   for (const path of pages) {
-    const row: Row = { db: dbName(db), page: path, api: [], app: [] };
+    const row: Row = { db: dbName(db), page: path, api: [], app: [], apiCpu: [], appCpu: [] };
     for (let r = 0; r < rounds; r++) {
-      row.api.push(await round(baseline, cookie));
-      row.app.push(await round(`${server.url}${path}`, cookie));
+      const api = await round(baseline, cookie, server);
+      const app = await round(`${server.url}${path}`, cookie, server);
+      row.api.push(api.ms);
+      row.app.push(app.ms);
+      row.apiCpu.push(api.cpu);
+      row.appCpu.push(app.cpu);
     }
     results.push(row);
   }
@@ -161,8 +169,11 @@ runBench(async () => {
   printTable(
     `The quotes list page against the JSON API's 50 rows (${rows} quotes), ${rounds} alternating rounds of ${requests} requests; round medians in ms, min / median / max`,
     [
-      ['database', 'page', 'JSON API (50 rows)', 'page', 'page ÷ API'],
-      ...results.map((r) => [r.db, r.page, spread(r.api), spread(r.app), (median(r.app) / median(r.api)).toFixed(2)]),
+      ['database', 'page', 'JSON API (50 rows)', 'page', 'page ÷ API', 'server CPU per request: API; page', 'CPU ÷'],
+      ...results.map((r) => [
+        r.db, r.page, spread(r.api), spread(r.app), (median(r.app) / median(r.api)).toFixed(2),
+        `${median(r.apiCpu).toFixed(2)}; ${median(r.appCpu).toFixed(2)}`, (median(r.appCpu) / median(r.apiCpu)).toFixed(2),
+      ]),
     ],
   );
   for (const weight of weights) printTable('First load of /app/quotes on the wire (gzip)', [['file', 'size', ''], ...weight]);
