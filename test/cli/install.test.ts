@@ -466,6 +466,8 @@ test('--worker cron writes a cron entry instead of the timer; --signup and --mem
   t.is(kept.code, 0, kept.stderr);
   t.is(envOf(stage).SIGNUP, 'open');
   t.regex(unit(), /^MemoryMax=768M$/m, 'a re-run without --memory-max keeps the ceiling');
+  t.true(fs.existsSync(path.join(stage, 'etc/cron.d/quoting')), 'a re-run without --worker keeps the cron entry');
+  t.false(fs.existsSync(path.join(stage, 'etc/systemd/system/quoting-worker.timer')));
 
   const uninstall = await install(['--root', stage, '--uninstall']);
   t.is(uninstall.code, 0, uninstall.stderr);
@@ -610,6 +612,34 @@ test('--update on a root without an install stops before changing anything and s
     t.is(usage.code, 2, args.join(' '));
     t.regex(usage.stderr, /^install\.sh: --update (keeps the settings|and --uninstall do not go together)/);
   }
+});
+
+test('--update --dry-run on an installed root prints the backup, migration, restart and doctor steps and changes nothing', async (t) => {
+  t.timeout(900_000);
+  const { stage, first } = await stagedInstall(t);
+  t.is(first.code, 0);
+  const before = snapshot(stage);
+  const dry = await install(['--update', '--dry-run', '--root', stage]);
+  t.is(dry.code, 0, dry.stderr);
+  const steps = dry.stdout.split('\n').filter((line) => line.startsWith('==>'));
+  t.deepEqual(steps.map((line) => line.replace(/\d{4}-\d{2}-\d{2}T\d{6}Z/, 'TIME')), [
+    '==> Checking the system',
+    '==> Checking the install to update',
+    '==> Checking Node.js (>= 20.19)',
+    '==> Creating the quoting system user',
+    '==> Creating /etc/quoting and /var/lib/quoting',
+    '==> Installing the program in /opt/quoting',
+    '==> Writing /etc/quoting/quoting.env',
+    '==> Writing /usr/local/bin/quoting',
+    '==> Writing systemd units',
+    '==> Backing up the database to /var/lib/quoting/backups/quoting-before-update-TIME.backup',
+    '==> Applying database migrations',
+    '==> Starting quoting.service',
+    '==> Checking the installation (quoting doctor)',
+  ]);
+  t.regex(dry.stdout, /would run: env .* backup --out \S+\/var\/lib\/quoting\/backups\/quoting-before-update-/);
+  t.regex(dry.stdout, /would run: quoting doctor/);
+  t.deepEqual(snapshot(stage), before, 'nothing changed');
 });
 
 test('quoting update, staged twice: a backup before each, the new code built and its migration applied, settings byte for byte kept; a failing migration prints the rollback naming the backup', async (t) => {
