@@ -34,7 +34,12 @@ Options:
                        hour day-of-month month day-of-week; sets BACKUP_SCHEDULE): on the embedded database
                        `quoting serve` runs them, on PostgreSQL the quoting-backup timer (or a cron entry) runs
                        `quoting backup`; --backup off removes the schedule
-  --from TARBALL       install this source tarball (e.g. from `git archive`) instead of the tree install.sh is in
+  --update             update an existing install (settings kept): check the new source builds, stop the service,
+                       back up the database (quoting backup --out BACKUP_DIR/quoting-before-update-TIME.backup),
+                       put the new program in place (the previous one stays in /opt/quoting.previous), migrate,
+                       start, and run `quoting doctor`; if migrating or the doctor fails, print how to roll back
+  --from SOURCE        install this source tarball (e.g. from `git archive`) or source directory instead of the
+                       tree install.sh is in
   --root DIR           write every file under DIR instead of /, start nothing (no root needed; for tests)
   --dry-run            print each step and change nothing
   --uninstall          remove the program, units and cron entry; keeps settings and data
@@ -50,7 +55,7 @@ quoting.service (`quoting serve`), on PostgreSQL the worker timer, cron entry or
 EOF
 }
 
-url='' domain='' port=3000 signup='' memory_max='' with_postgres=0 restore='' worker_kind='' backup='' from='' root='' dry_run=0 uninstall=0 purge=0
+url='' domain='' port=3000 signup='' memory_max='' with_postgres=0 restore='' worker_kind='' backup='' from='' root='' dry_run=0 uninstall=0 purge=0 update=0
 
 die() {
   echo "install.sh: $*" >&2
@@ -88,6 +93,7 @@ while [ $# -gt 0 ]; do
     --root=*) root=${1#*=} ;;
     --dry-run) dry_run=1 ;;
     --uninstall) uninstall=1 ;;
+    --update) update=1 ;;
     --purge) purge=1 ;;
     *) echo "install.sh: unknown option $1 (see install.sh --help)" >&2; exit 2 ;;
   esac
@@ -115,6 +121,13 @@ if [ -n "$memory_max" ] && ! [[ "$memory_max" =~ ^([1-9][0-9]*[KMGT]?|[1-9][0-9]
   usage_error "--memory-max expects a size such as 1G or 768M (or infinity)"
 fi
 [ -z "$restore" ] || [ "$with_postgres" = 1 ] || usage_error "--restore goes with --with-postgres"
+if [ "$update" = 1 ]; then
+  [ "$uninstall" = 0 ] || usage_error "--update and --uninstall do not go together"
+  # An update keeps the settings; changing them is a re-run's job (install.sh with those options).
+  if [ -n "$url$domain$signup$memory_max$restore$worker_kind$backup" ] || [ "$with_postgres" = 1 ] || [ "$port" != 3000 ]; then
+    usage_error "--update keeps the settings: give only --from, --root or --dry-run (change settings with a re-run of install.sh)"
+  fi
+fi
 
 # One field of a cron expression as systemd.time(7) writes it: *, */N, and lists of numbers and ranges (a-b).
 # $2..$3 is the field's range, $4 where a step starts. Prints nothing and fails on anything else.
@@ -180,7 +193,7 @@ if [ -n "$root" ]; then
   mkdir -p "$root"
   root=$(cd "$root" && pwd)
 fi
-readonly root staged dry_run
+readonly root staged dry_run update
 
 step() { echo "==> $*"; }
 note() { echo "    $*"; }
@@ -247,10 +260,19 @@ env_value() {
   sed -n "s/^$1=//p" "$file" | tail -n 1
 }
 
-# Runs the installed CLI as the quoting user with the installed settings.
+# Runs the installed CLI as the quoting user with the installed settings. In --root mode (only --update calls it
+# there) the staged program runs with the staged settings, its data directories moved under the staging root.
 quoting() {
+  if [ "$staged" = 1 ]; then
+    run env QUOTING_ENV_FILE="$root$ENV_FILE" DATA_DIR="$root$(data_dir_setting)" BACKUP_DIR="$root$(backup_dir_setting)" "$node_bin" "$root$PROGRAM_DIR/bin/quoting" "$@"
+    return
+  fi
   system runuser -u "$APP_USER" -- env QUOTING_ENV_FILE="$ENV_FILE" "$node_bin" "$PROGRAM_DIR/bin/quoting" "$@"
 }
+
+# DATA_DIR and BACKUP_DIR as the settings give them (or their defaults).
+data_dir_setting() { local dir; dir=$(env_value DATA_DIR); echo "${dir:-$DATA_DIR}"; }
+backup_dir_setting() { local dir; dir=$(env_value BACKUP_DIR); echo "${dir:-$(data_dir_setting)/backups}"; }
 
 check_os() {
   step "Checking the system"
@@ -426,12 +448,17 @@ create_dirs() {
   make_dir "$DATA_DIR" 0750 "$APP_USER:$APP_USER"
 }
 
-# The source tree: the one install.sh is in, or the --from tarball unpacked.
+# The source tree: the one install.sh is in, the --from directory, or the --from tarball unpacked (once).
 find_source() {
+  [ -z "$source_dir" ] || return 0
   if [ -z "$from" ]; then
     source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    # The installed program ships install.sh without its sources: an update from there needs the new source.
+    [ "$update" = 0 ] || [ -d "$source_dir/src" ] || die "--update needs the new source: give --from TARBALL_OR_DIR, or run install.sh --update from the new checkout. Nothing was changed."
+  elif [ -d "$from" ]; then
+    source_dir=$(cd "$from" && pwd)
   else
-    [ -f "$from" ] || die "--from: no such file $from"
+    [ -f "$from" ] || die "--from: no such file or directory $from"
     work=$(mktemp -d)
     tar -xzf "$from" -C "$work"
     source_dir=$(dirname "$(find "$work" -maxdepth 2 -name package.json -print -quit)")
@@ -479,14 +506,21 @@ install_program() {
   new_program_ready=1
 }
 
-# Puts the new tree in place (the service is stopped first on an upgrade).
+# Puts the new tree in place (the service is stopped first on an upgrade). --update keeps the one it replaces in
+# /opt/quoting.previous, to roll back to.
 switch_program() {
   [ "${new_program_ready:-0}" = 1 ] || return 0
   [ ! -e "$root$PROGRAM_DIR" ] || mv "$root$PROGRAM_DIR" "$root$PROGRAM_DIR.old"
   mv "$root$PROGRAM_DIR.new" "$root$PROGRAM_DIR"
+  if [ "$update" = 1 ] && [ -e "$root$PROGRAM_DIR.old" ]; then
+    rm -rf "$root$PROGRAM_DIR.previous"
+    mv "$root$PROGRAM_DIR.old" "$root$PROGRAM_DIR.previous"
+    program_replaced=1
+    note "the previous program is kept in $PROGRAM_DIR.previous"
+  fi
   rm -rf "$root$PROGRAM_DIR.old"
   [ "$staged" = 1 ] || chown -R root:root "$PROGRAM_DIR"
-  note "installed $(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$root$PROGRAM_DIR/package.json" | head -n 1)"
+  note "installed $(package_version "$root$PROGRAM_DIR")"
 }
 
 setup_postgres() {
@@ -662,6 +696,10 @@ if [ -n "\$file" ]; then
   fi
   exec < "\$file"
 fi
+# update runs the installer (install.sh --update), which needs root: it switches to $APP_USER where it must.
+if [ "\${1:-}" = update ]; then
+  QUOTING_ENV_FILE=$ENV_FILE exec $node_bin $PROGRAM_DIR/bin/quoting "\$@"
+fi
 exec runuser -u $APP_USER -- env QUOTING_ENV_FILE=$ENV_FILE $node_bin $PROGRAM_DIR/bin/quoting "\$@"
 EOF
 }
@@ -705,6 +743,12 @@ write_units() {
   memory_max=${memory_max:-$DEFAULT_MEMORY_MAX}
   database_url=$(env_value DATABASE_URL)
   [ "$dry_run" = 0 ] || [ "$with_postgres" = 0 ] || database_url=planned
+  # A re-run without --worker keeps the way the worker runs now.
+  if [ -z "$worker_kind" ] && [ -f "$root$CRON_FILE" ]; then
+    worker_kind=cron
+  elif [ -z "$worker_kind" ] && grep -q -- '--watch$' "$root$UNIT_DIR/quoting-worker.service" 2> /dev/null; then
+    worker_kind=watch
+  fi
   if [ -z "$worker_kind" ]; then
     if systemd_running; then worker_kind=timer; else worker_kind=cron; fi
   fi
@@ -949,17 +993,69 @@ start_proxy() {
 
 # A re-run restarts anyway; stopping first lets new code and migrations in (the embedded database
 # admits one process at a time).
+service_was_active=''
 stop_service() {
   [ "$staged" = 0 ] && systemd_running || return 0
   if systemctl is-active --quiet quoting.service; then
     step "Stopping quoting.service for the upgrade"
     run systemctl stop quoting.service
+    service_was_active=1
   fi
 }
 
 migrate() {
   step "Applying database migrations"
-  quoting migrate
+  if [ "$update" = 0 ]; then
+    quoting migrate
+  else
+    quoting migrate || rollback_help "the migration failed (above); the service is not started"
+  fi
+}
+
+# --update, before anything changes: there is an install to update, and the new source (built by install_program,
+# into /opt/quoting.new, before the service is stopped).
+check_update() {
+  step "Checking the install to update"
+  if [ ! -f "$root$PROGRAM_DIR/bin/quoting" ] || [ ! -f "$root$ENV_FILE" ]; then
+    die "--update: Quoting is not installed here (no $PROGRAM_DIR or $ENV_FILE). Nothing was changed. Install it first: sudo bash install.sh (README: Install on a server)"
+  fi
+  find_source
+  note "installed: $(package_version "$root$PROGRAM_DIR"); new: $(package_version "$source_dir") from $source_dir"
+}
+
+package_version() { sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$1/package.json" | head -n 1; }
+
+# --update: a backup of the database as it is before the update (the service stopped: nothing written after it is
+# lost by a rollback), named for its time and not counted in BACKUP_KEEP.
+update_backup=''
+take_backup() {
+  local dir
+  dir=$(backup_dir_setting)
+  update_backup=$dir/quoting-before-update-$(date -u +%Y-%m-%dT%H%M%SZ).backup
+  local i=2 base=${update_backup%.backup}
+  while [ -e "$root$update_backup" ]; do update_backup=$base-$i.backup; i=$((i + 1)); done
+  step "Backing up the database to $update_backup"
+  [ -d "$root$dir" ] || make_dir "$dir" 0700 "$APP_USER:$APP_USER"
+  if ! quoting backup --out "$root$update_backup"; then
+    if [ "$service_was_active" = 1 ]; then run systemctl start quoting.service; fi
+    die "the backup failed (above). Nothing was changed${service_was_active:+ (quoting.service runs the previous program again)}: fix the cause and run the update again"
+  fi
+}
+
+# --update, when migrating or the doctor fails: exits 1 saying how to go back to the version and data of before.
+rollback_help() {
+  local start='sudo systemctl start quoting' stop='sudo systemctl stop quoting'
+  systemd_running || { start="start quoting serve again as before"; stop="stop quoting serve"; }
+  {
+    echo "install.sh: $1."
+    echo "To roll back to the version and the data of before the update:"
+    echo "  $stop"
+    [ "$program_replaced" = 0 ] || echo "  sudo mv $PROGRAM_DIR $PROGRAM_DIR.failed && sudo mv $PROGRAM_DIR.previous $PROGRAM_DIR"
+    echo "  sudo quoting restore --force $update_backup"
+    echo "  $start"
+    echo "Or fix the cause and run the update again (it takes a new backup first)."
+  } >&2
+  exit 1
 }
 
 start_services() {
@@ -990,7 +1086,7 @@ start_services() {
 
 run_doctor() {
   step "Checking the installation (quoting doctor)"
-  if [ "$staged" = 1 ]; then
+  if [ "$staged" = 1 ] && [ "$update" = 0 ]; then
     note "skipped (--root): nothing was started"
     return 0
   fi
@@ -998,7 +1094,11 @@ run_doctor() {
     echo "    would run: quoting doctor"
     return 0
   fi
-  quoting doctor
+  if [ "$update" = 0 ]; then
+    quoting doctor
+  else
+    quoting doctor || rollback_help "quoting doctor found a failure (above) after the update"
+  fi
 }
 
 do_uninstall() {
@@ -1012,7 +1112,7 @@ do_uninstall() {
   fi
   local database_url
   database_url=$(env_value DATABASE_URL)
-  run rm -rf "$root$PROGRAM_DIR" "$root$PROGRAM_DIR.new" "$root$PROGRAM_DIR.old" "$root$WRAPPER" "$root$CRON_FILE" \
+  run rm -rf "$root$PROGRAM_DIR" "$root$PROGRAM_DIR.new" "$root$PROGRAM_DIR.old" "$root$PROGRAM_DIR.previous" "$root$WRAPPER" "$root$CRON_FILE" \
     "$root$UNIT_DIR/quoting.service" "$root$UNIT_DIR/quoting-worker.service" "$root$UNIT_DIR/quoting-worker.timer" \
     "$root$UNIT_DIR/quoting-backup.service" "$root$UNIT_DIR/quoting-backup.timer" "$root$BACKUP_CRON_FILE"
   [ "$staged" = 1 ] || ! systemd_running || run systemctl daemon-reload
@@ -1058,6 +1158,7 @@ main() {
   fi
   check_os
   # What would stop the install comes first, before anything is changed.
+  [ "$update" = 0 ] || check_update
   check_postgres
   check_embedded_data
   check_caddy
@@ -1074,8 +1175,9 @@ main() {
   write_backup_units
   write_proxy
   stop_service
+  [ "$update" = 0 ] || take_backup
   [ "$dry_run" = 1 ] || switch_program
-  if [ "$staged" = 1 ]; then
+  if [ "$staged" = 1 ] && [ "$update" = 0 ]; then
     step "Applying database migrations"
     note "skipped (--root): nothing is started"
   else
@@ -1086,7 +1188,7 @@ main() {
   run_doctor
 }
 
-node_bin='' npm_bin='' source_dir='' work='' db_password='' database_url='' new_program_ready=0
+node_bin='' npm_bin='' source_dir='' work='' db_password='' database_url='' new_program_ready=0 program_replaced=0
 trap '[ -z "$work" ] || rm -rf "$work"' EXIT
 # Sourced (as the tests do, to run one step), it only defines its functions.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then main; fi

@@ -69,6 +69,15 @@ export function buildProgram(io: CommandIo, args: string[] = []): Command {
     // Never inside a running server: the embedded database is restored with the server stopped (the lock says so).
     .action(run(async (opts, io, [file]) => (await import('./backup.js')).restoreCommand(file as string, opts, io), { here: true }));
 
+  program
+    .command('update')
+    .description('update this server: install.sh --update (backup, new code, migrate, restart, doctor; needs root)')
+    .option('--from <source>', 'the new source: a tarball (git archive) or a directory (needed unless run from a checkout)')
+    .option('--root <dir>', 'a staging root, as install.sh --root (for tests)')
+    .option('--dry-run', 'print each step and change nothing')
+    // Never sent to a running server: the installer stops it.
+    .action(run(async (opts, io) => (await import('./update.js')).updateCommand(opts, io), { here: true }));
+
   const webhooks = program.command('webhooks').description('manage webhook deliveries');
   webhooks
     .command('resend')

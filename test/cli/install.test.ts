@@ -52,7 +52,10 @@ function readableCheckout(): string {
 /** Runs install.sh (asynchronously: a build takes a minute, and the test runner must hear from this process meanwhile). */
 function install(args: string[], options: { user?: string; path?: string; env?: Record<string, string> } = {}): Promise<Run> {
   const command = options.user ? ['runuser', '-u', options.user, '--', 'bash', path.join(readableCheckout(), 'install.sh'), ...args] : ['bash', script, ...args];
-  const env = cliEnv({ ...(options.path ? { PATH: options.path } : {}), ...options.env });
+  return runAsync(command, cliEnv({ ...(options.path ? { PATH: options.path } : {}), ...options.env }));
+}
+
+function runAsync(command: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   const child = spawn(command[0], command.slice(1), { env, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -463,6 +466,8 @@ test('--worker cron writes a cron entry instead of the timer; --signup and --mem
   t.is(kept.code, 0, kept.stderr);
   t.is(envOf(stage).SIGNUP, 'open');
   t.regex(unit(), /^MemoryMax=768M$/m, 'a re-run without --memory-max keeps the ceiling');
+  t.true(fs.existsSync(path.join(stage, 'etc/cron.d/quoting')), 'a re-run without --worker keeps the cron entry');
+  t.false(fs.existsSync(path.join(stage, 'etc/systemd/system/quoting-worker.timer')));
 
   const uninstall = await install(['--root', stage, '--uninstall']);
   t.is(uninstall.code, 0, uninstall.stderr);
@@ -589,3 +594,142 @@ test('--backup on PostgreSQL writes BACKUP_SCHEDULE and a hardened timer running
     t.is(directory.stderr, `error: cannot read ${home}: it is a directory\n`);
   },
 );
+
+/** The backups `--update` took into the staged BACKUP_DIR (its default, DATA_DIR/backups). */
+const updateBackups = (stage: string) => {
+  const dir = path.join(stage, 'var/lib/quoting/backups');
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((name) => /^quoting-before-update-\d{4}-\d{2}-\d{2}T\d{6}Z(-\d+)?\.backup$/.test(name)).sort() : [];
+};
+
+test('--update on a root without an install stops before changing anything and says to install first; it takes no settings', async (t) => {
+  const empty = tempDir(t);
+  const refused = await install(['--update', '--root', empty]);
+  t.is(refused.code, 1, refused.stdout);
+  t.is(refused.stderr, 'install.sh: --update: Quoting is not installed here (no /opt/quoting or /etc/quoting/quoting.env). Nothing was changed. Install it first: sudo bash install.sh (README: Install on a server)\n');
+  t.deepEqual(fs.readdirSync(empty), []);
+  for (const args of [['--update', '--signup', 'open'], ['--update', '--with-postgres'], ['--update', '--port', '8080'], ['--update', '--uninstall']]) {
+    const usage = await install(args);
+    t.is(usage.code, 2, args.join(' '));
+    t.regex(usage.stderr, /^install\.sh: --update (keeps the settings|and --uninstall do not go together)/);
+  }
+});
+
+test('--update --dry-run on an installed root prints the backup, migration, restart and doctor steps and changes nothing', async (t) => {
+  t.timeout(900_000);
+  const { stage, first } = await stagedInstall(t);
+  t.is(first.code, 0);
+  const before = snapshot(stage);
+  const dry = await install(['--update', '--dry-run', '--root', stage]);
+  t.is(dry.code, 0, dry.stderr);
+  const steps = dry.stdout.split('\n').filter((line) => line.startsWith('==>'));
+  t.deepEqual(steps.map((line) => line.replace(/\d{4}-\d{2}-\d{2}T\d{6}Z/, 'TIME')), [
+    '==> Checking the system',
+    '==> Checking the install to update',
+    '==> Checking Node.js (>= 20.19)',
+    '==> Creating the quoting system user',
+    '==> Creating /etc/quoting and /var/lib/quoting',
+    '==> Installing the program in /opt/quoting',
+    '==> Writing /etc/quoting/quoting.env',
+    '==> Writing /usr/local/bin/quoting',
+    '==> Writing systemd units',
+    '==> Backing up the database to /var/lib/quoting/backups/quoting-before-update-TIME.backup',
+    '==> Applying database migrations',
+    '==> Starting quoting.service',
+    '==> Checking the installation (quoting doctor)',
+  ]);
+  t.regex(dry.stdout, /would run: env .* backup --out \S+\/var\/lib\/quoting\/backups\/quoting-before-update-/);
+  t.regex(dry.stdout, /would run: quoting doctor/);
+  t.deepEqual(snapshot(stage), before, 'nothing changed');
+});
+
+test('quoting update, staged twice: a backup before each, the new code built and its migration applied, settings byte for byte kept; a failing migration prints the rollback naming the backup', async (t) => {
+  t.timeout(1_800_000);
+  const stage = await stagedCopy(t);
+  // The staged install on the embedded database (its PostgreSQL is not there), holding a workspace.
+  const envFile = path.join(stage, 'etc/quoting/quoting.env');
+  fs.writeFileSync(envFile, fs.readFileSync(envFile, 'utf8').replace(/^DATABASE_URL=.*\n/m, ''));
+  for (const unit of ['quoting-worker.service', 'quoting-worker.timer']) fs.rmSync(path.join(stage, 'etc/systemd/system', unit));
+  const dataDir = path.join(stage, 'var/lib/quoting');
+  const quoting = path.join(stage, 'opt/quoting/bin/quoting');
+  const cli = (...args: string[]) => spawnSync(process.execPath, [quoting, ...args], { env: cliEnv({ DATA_DIR: dataDir }), encoding: 'utf8' });
+  const created = cli('workspace', 'create', '--name', 'Acme', '--owner-email', 'owner@acme.test', '--slug', 'acme');
+  t.is(created.status, 0, created.stderr);
+  const settings = fs.readFileSync(envFile);
+  const settingsMode = fs.statSync(envFile).mode;
+
+  // The installed program has no sources: an update from it needs --from, and without it nothing changes.
+  const before = snapshot(stage);
+  const noSource = await runAsync([process.execPath, quoting, 'update', '--root', stage], cliEnv());
+  t.is(noSource.code, 1);
+  t.regex(noSource.stderr, /^install\.sh: --update needs the new source: give --from TARBALL_OR_DIR/m);
+  t.deepEqual(snapshot(stage), before, 'nothing changed');
+
+  // The new version: this checkout with one more migration.
+  const tree = path.join(sharedDir(t), 'quoting');
+  fs.cpSync(readableCheckout(), tree, { recursive: true });
+  fs.writeFileSync(
+    path.join(tree, 'migrations/20991231000000_update_check.ts'),
+    "import type { Knex } from 'knex';\n\nexport async function up(knex: Knex): Promise<void> {\n  await knex.schema.createTable('update_check', (table) => {\n    table.integer('id');\n  });\n}\n\nexport async function down(knex: Knex): Promise<void> {\n  await knex.schema.dropTable('update_check');\n}\n",
+  );
+  const update = () => runAsync([process.execPath, quoting, 'update', '--root', stage, '--from', tree], cliEnv());
+
+  const first = await update();
+  t.is(first.code, 0, first.stderr + first.stdout);
+  t.regex(first.stdout, new RegExp(`^Running: bash ${stage}/opt/quoting/install\\.sh --update --from ${tree} --root ${stage}$`, 'm'));
+  t.deepEqual(updateBackups(stage).length, 1, first.stdout);
+  const [firstBackup] = updateBackups(stage);
+  t.regex(first.stdout, new RegExp(`^==> Backing up the database to /var/lib/quoting/backups/${firstBackup}$`, 'm'));
+  t.regex(first.stdout, /^Applied 20991231000000_update_check$/m);
+  t.regex(first.stdout, /the previous program is kept in \/opt\/quoting\.previous/);
+  t.regex(first.stdout, /skipped \(--root\): systemctl restart quoting\.service/);
+  t.regex(first.stdout, /^ok {4}Configuration/m, 'the doctor ran');
+  t.true(fs.existsSync(path.join(stage, 'opt/quoting/dist/migrations/20991231000000_update_check.js')), 'the new code is in place');
+  t.false(fs.existsSync(path.join(stage, 'opt/quoting.previous/dist/migrations/20991231000000_update_check.js')), 'the previous code is kept beside it');
+  t.true(fs.existsSync(path.join(stage, 'opt/quoting.previous/bin/quoting')));
+  t.deepEqual(fs.readFileSync(envFile), settings, 'the settings are kept byte for byte');
+  t.is(fs.statSync(envFile).mode, settingsMode);
+  const status = cli('migrate', '--status');
+  t.is(status.status, 0, status.stderr);
+  t.regex(status.stdout, /^Pending \(0\):$/m);
+  t.regex(status.stdout, /^ {2}20991231000000_update_check$/m);
+  const listed = cli('workspace', 'list', '--json');
+  t.is(listed.status, 0, listed.stderr);
+  t.like(JSON.parse(listed.stdout), [{ slug: 'acme' }], 'the data is kept');
+
+  // Again from the same source: nothing to build, but a backup all the same, and nothing to migrate.
+  const second = await update();
+  t.is(second.code, 0, second.stderr + second.stdout);
+  t.regex(second.stdout, /already built from this source/);
+  t.regex(second.stdout, /^Nothing to migrate: the database is up to date\.$/m);
+  const backups = updateBackups(stage);
+  t.is(backups.length, 2, backups.join(', '));
+  t.regex(second.stdout, new RegExp(`^==> Backing up the database to /var/lib/quoting/backups/${backups.find((name) => name !== firstBackup)}$`, 'm'));
+  t.deepEqual(fs.readFileSync(envFile), settings, 'the settings are kept byte for byte');
+
+  // A version whose migration fails (put straight into the installed program: no third build): install.sh --update
+  // stops non-zero, the service not started, and says how to roll back with the backup it took.
+  fs.writeFileSync(path.join(stage, 'opt/quoting/dist/migrations/20991231000001_fails.js'), "export async function up() { throw new Error('this migration fails on purpose'); }\nexport async function down() {}\n");
+  const failed = await install(['--update', '--root', stage, '--from', tree]);
+  t.is(failed.code, 1, failed.stdout);
+  const third = updateBackups(stage).find((name) => !backups.includes(name));
+  t.truthy(third, 'a third backup was taken');
+  t.regex(failed.stderr, /this migration fails on purpose/);
+  const rollback = failed.stderr.slice(failed.stderr.indexOf('install.sh: the migration failed')).trim().split('\n');
+  t.deepEqual(rollback, [
+    'install.sh: the migration failed (above); the service is not started.',
+    'To roll back to the version and the data of before the update:',
+    '  sudo systemctl stop quoting',
+    `  sudo quoting restore --force /var/lib/quoting/backups/${third}`,
+    '  sudo systemctl start quoting',
+    'Or fix the cause and run the update again (it takes a new backup first).',
+  ]);
+  t.false(/systemctl restart/.test(failed.stdout), 'nothing is started after a failed migration');
+  t.deepEqual(fs.readFileSync(envFile), settings);
+
+  // The rollback works with that backup: the previous program back (here: without the failing migration), then
+  // the restore.
+  fs.rmSync(path.join(stage, 'opt/quoting/dist/migrations/20991231000001_fails.js'));
+  const restored = cli('restore', '--force', path.join(dataDir, 'backups', third!));
+  t.is(restored.status, 0, restored.stderr);
+  t.like(JSON.parse(cli('workspace', 'list', '--json').stdout), [{ slug: 'acme' }]);
+});
