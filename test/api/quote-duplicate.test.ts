@@ -1,5 +1,5 @@
 import test from 'ava';
-import { uniqueEmail } from '../helpers/app.js';
+import { signUpOwner, uniqueEmail } from '../helpers/app.js';
 import { useOwnerApp } from '../helpers/fixture.js';
 import { inviteMember, type Member } from '../helpers/members.js';
 import { postForm, getPage, visibleText } from '../helpers/pages.js';
@@ -115,4 +115,17 @@ test('the app: a "Copy quote" button on the quote page makes the draft and opens
   t.true(text.includes('Draft'));
   // Another site's form is refused (the Origin check of every POST).
   t.is((await postForm(owner.client, `/app/quotes/${quote.id}/duplicate`, {}, { origin: 'https://evil.example' })).status, 403);
+});
+
+test('the copy takes the validity a new quote gets: the profile\'s default_validity_days from today, not the original\'s date', async (t) => {
+  const other = await signUpOwner(app, 'Validco');
+  t.is((await other.client.patch('/api/v1/workspace/profile', { default_validity_days: 14 })).status, 200);
+  const created = await other.client.post('/api/v1/quotes', { customer: { email: uniqueEmail('valid') }, valid_until: '2099-06-30', lines: [{ description: 'Item', price: '5' }] });
+  t.is(created.status, 201, created.text);
+  const inDays = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
+  const before = inDays(14);
+  const copy = await other.client.post(`/api/v1/quotes/${created.body.data.quote.id}/duplicate`);
+  t.is(copy.status, 201, copy.text);
+  // Today in UTC, read on either side of the request (it may cross midnight).
+  t.true([before, inDays(14)].includes(copy.body.data.quote.valid_until), copy.body.data.quote.valid_until);
 });
