@@ -57,12 +57,13 @@ async function rss(renders: number) {
   const { quote, lines } = quoteOf(20);
   const settle = async () => {
     gc?.();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
     gc?.();
     const { rss, heapUsed, external } = process.memoryUsage();
     return { rss, heapUsed: heapUsed + external };
   };
-  for (let i = 0; i < 20; i++) await renderQuotePdf({ quote, lines, seller, logo: null });
+  // The warm-up fills what stays filled: the fonts' glyph caches, compiled code, the allocator's pools.
+  for (let i = 0; i < 200; i++) await renderQuotePdf({ quote, lines, seller, logo: null });
   const mb = (b: number) => (b / 1024 / 1024).toFixed(1);
   const before = await settle();
   let peak = before.rss;
