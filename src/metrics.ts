@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
 
 /**
  * What this process counts for GET /metrics (prom-client): its HTTP requests and the tracking events it took. Each
@@ -12,26 +12,121 @@ export const processLabels = { process: `${hostname()}:${process.pid}` };
 export const processRegistry = new Registry();
 processRegistry.setDefaultLabels(processLabels);
 
-export const httpRequests = new Counter({
-  name: 'quoting_http_requests_total',
-  help: 'HTTP requests answered, by route template, method and status class.',
-  labelNames: ['route', 'method', 'status'] as const,
-  registers: [processRegistry],
-});
+/** prom-client's shape of a metric's figures (what a Registry writes out). */
+interface Figures {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  aggregator: 'sum';
+  values: { value: number; labels: Record<string, string | number>; metricName?: string }[];
+}
 
-export const httpDuration = new Histogram({
-  name: 'quoting_http_request_duration_seconds',
-  help: 'Time from a request arriving to its answer being handed to the socket, by route template.',
-  labelNames: ['route', 'method'] as const,
-  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  registers: [processRegistry],
-});
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export const httpInFlight = new Gauge({
-  name: 'quoting_http_requests_in_flight',
-  help: 'Requests being handled.',
-  registers: [processRegistry],
-});
+interface RequestSeries {
+  labels: { route: string; method: string; status: string };
+  count: number;
+}
+
+interface DurationSeries {
+  labels: { route: string; method: string };
+  /** Observations in each bucket alone (not cumulative), the last past the largest bound. */
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * This process's HTTP figures: requests by route template, method and status class, their durations, and those in
+ * flight. A request adds to plain numbers (a prom-client counter and histogram cost several microseconds a request
+ * in a real server, measured by bench/metrics.ts); a scrape writes them out through the registry as prom-client's own
+ * metrics would be.
+ */
+export class HttpFigures {
+  inFlight = 0;
+  private readonly requests = new Map<string, RequestSeries>();
+  private readonly durations = new Map<string, DurationSeries>();
+
+  record(route: string, method: string, status: number, seconds: number): void {
+    const key = `${method} ${status} ${route}`;
+    let requests = this.requests.get(key);
+    if (!requests) {
+      requests = { labels: { route, method: methodLabel(method), status: statusClass(status) }, count: 0 };
+      this.requests.set(key, requests);
+    }
+    requests.count++;
+    const timingKey = `${method} ${route}`;
+    let durations = this.durations.get(timingKey);
+    if (!durations) {
+      durations = { labels: { route, method: methodLabel(method) }, buckets: new Array(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
+      this.durations.set(timingKey, durations);
+    }
+    let bucket = 0;
+    while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]) bucket++;
+    durations.buckets[bucket]++;
+    durations.sum += seconds;
+    durations.count++;
+  }
+
+  /** The three metrics, registered in `registry`. */
+  register(registry: Registry): void {
+    // Series keyed by the raw method can share their labels (methods outside the list are all `other`): summed here.
+    const merged = <T extends { labels: Record<string, string> }>(series: Iterable<T>, add: (into: T, from: T) => void, copy: (from: T) => T) => {
+      const byLabels = new Map<string, T>();
+      for (const one of series) {
+        const key = JSON.stringify(one.labels);
+        const found = byLabels.get(key);
+        if (found) add(found, one);
+        else byLabels.set(key, copy(one));
+      }
+      return [...byLabels.values()];
+    };
+    const metrics: { name: string; get(): Figures }[] = [
+      {
+        name: 'quoting_http_requests_total',
+        get: () => ({
+          name: 'quoting_http_requests_total', help: 'HTTP requests answered, by route template, method and status class.', type: 'counter', aggregator: 'sum',
+          values: merged(this.requests.values(), (into, from) => (into.count += from.count), (from) => ({ ...from })).map((r) => ({ value: r.count, labels: r.labels })),
+        }),
+      },
+      {
+        name: 'quoting_http_request_duration_seconds',
+        get: () => {
+          const name = 'quoting_http_request_duration_seconds';
+          const values: Figures['values'] = [];
+          const series = merged(
+            this.durations.values(),
+            (into, from) => {
+              from.buckets.forEach((n, i) => (into.buckets[i] += n));
+              into.sum += from.sum;
+              into.count += from.count;
+            },
+            (from) => ({ ...from, buckets: [...from.buckets] }),
+          );
+          for (const d of series) {
+            let cumulative = 0;
+            DURATION_BUCKETS.forEach((le, i) => {
+              cumulative += d.buckets[i];
+              values.push({ metricName: `${name}_bucket`, value: cumulative, labels: { ...d.labels, le } });
+            });
+            values.push({ metricName: `${name}_bucket`, value: d.count, labels: { ...d.labels, le: '+Inf' } });
+            values.push({ metricName: `${name}_sum`, value: d.sum, labels: d.labels });
+            values.push({ metricName: `${name}_count`, value: d.count, labels: d.labels });
+          }
+          return { name, help: 'Time from a request arriving to its answer being handed to the socket, by route template.', type: 'histogram', aggregator: 'sum', values };
+        },
+      },
+      {
+        name: 'quoting_http_requests_in_flight',
+        get: () => ({ name: 'quoting_http_requests_in_flight', help: 'Requests being handled.', type: 'gauge', aggregator: 'sum', values: [{ value: this.inFlight, labels: {} }] }),
+      },
+    ];
+    for (const metric of metrics) registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+}
+
+export const httpFigures = new HttpFigures();
+httpFigures.register(processRegistry);
 
 export const trackingEvents = new Counter({
   name: 'quoting_tracking_events_total',

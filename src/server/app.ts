@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants as zlib } from 'node:zlib';
-import Koa, { type Context, type Next } from 'koa';
+import Koa, { type Context, type Middleware, type Next } from 'koa';
 import compress from 'koa-compress';
 import type Router from '@koa/router';
 import { HttpError, isDatabaseUnavailable, MethodNotAllowed } from '../errors.js';
@@ -13,7 +13,8 @@ import type { SessionCache } from '../auth/session-cache.js';
 import { buildOpenApi } from '../http/openapi.js';
 import { authenticator } from './authenticate.js';
 import type { InFlight } from './in-flight.js';
-import { httpInFlight, metricsEndpoint, recordRequest } from './metrics.js';
+import { metricsEndpoint } from './metrics.js';
+import { httpFigures, type HttpFigures } from '../metrics.js';
 import { authRoutes } from '../auth/routes.js';
 import { workspaceRoutes } from '../workspaces/routes.js';
 import { opsRoutes } from '../ops/routes.js';
@@ -51,7 +52,7 @@ export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight 
 
   const metrics = deps.config.METRICS_TOKEN;
   if (inFlight) app.use(inFlight.middleware);
-  app.use(metrics ? measuredRequestContext : requestContext);
+  app.use(requestContext(metrics ? httpFigures : null));
   app.use(compression);
   if (metrics) app.use(metricsEndpoint(deps.db, metrics));
   app.use(bodyParser);
@@ -103,37 +104,34 @@ async function compression(ctx: Context, next: Next): Promise<void> {
 }
 
 /**
- * Request id, access log, and the one place errors become `{error, data?}`. Every line logged while the request
- * is handled carries its id and route template (src/log.ts).
+ * Request id, access log, the request's figures for /metrics (`figures`, when METRICS_TOKEN is set), and the one place
+ * errors become `{error, data?}`. Every line logged while the request is handled carries its id and route template
+ * (src/log.ts).
  */
-async function requestContext(ctx: Context, next: Next): Promise<void> {
-  const given = ctx.get('x-request-id');
-  const requestId = /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
-  ctx.state.requestId = requestId;
-  ctx.set('X-Request-Id', requestId);
-  const started = performance.now();
-  try {
-    await withRequestLog({ request_id: requestId, route: () => routeOf(ctx) }, next);
-  } catch (err) {
-    if (err instanceof MethodNotAllowed) ctx.set('Allow', err.allow.join(', '));
-    const { status, body } = withRequestLog({ request_id: requestId, route: () => routeOf(ctx) }, () => errorResponse(err, ctx, requestId));
-    ctx.status = status;
-    ctx.body = body;
-  }
-  // The path only: query strings may carry credentials (?token=, ?key=).
-  if (logs('info')) log.info('request', { request_id: requestId, route: routeOf(ctx), method: ctx.method, path: loggablePath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) });
-}
-
-/** requestContext, and the request's figures for /metrics (METRICS_TOKEN set). */
-async function measuredRequestContext(ctx: Context, next: Next): Promise<void> {
-  const started = performance.now();
-  httpInFlight.inc();
-  try {
-    await requestContext(ctx, next);
-  } finally {
-    httpInFlight.dec();
-    recordRequest(routeOf(ctx) ?? 'unmatched', ctx.method, ctx.status, (performance.now() - started) / 1000);
-  }
+function requestContext(figures: HttpFigures | null): Middleware {
+  return async (ctx: Context, next: Next) => {
+    const given = ctx.get('x-request-id');
+    const requestId = /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    const started = performance.now();
+    if (figures) figures.inFlight++;
+    try {
+      await withRequestLog({ request_id: requestId, route: () => routeOf(ctx) }, next);
+    } catch (err) {
+      if (err instanceof MethodNotAllowed) ctx.set('Allow', err.allow.join(', '));
+      const { status, body } = withRequestLog({ request_id: requestId, route: () => routeOf(ctx) }, () => errorResponse(err, ctx, requestId));
+      ctx.status = status;
+      ctx.body = body;
+    } finally {
+      if (figures) {
+        figures.inFlight--;
+        figures.record(routeOf(ctx) ?? 'unmatched', ctx.method, ctx.status, (performance.now() - started) / 1000);
+      }
+    }
+    // The path only: query strings may carry credentials (?token=, ?key=).
+    if (logs('info')) log.info('request', { request_id: requestId, route: routeOf(ctx), method: ctx.method, path: loggablePath(ctx.path), status: ctx.status, ms: Math.round(performance.now() - started) });
+  };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { safeEqual } from '../crypto.js';
 import { MethodNotAllowed, Unauthorized } from '../errors.js';
-import { httpDuration, httpInFlight, httpRequests, methodLabel, processLabels, processRegistry, statusClass } from '../metrics.js';
+import { processLabels, processRegistry } from '../metrics.js';
 import { InstallationMetrics } from '../ops/metrics.js';
 import { allowedMethods } from '../http/api.js';
 
@@ -64,20 +64,3 @@ function poolMetrics(db: Knex): Registry {
   return registry;
 }
 
-/** The series of each route, method and status class, looked up once: prom-client hashes the labels on every call. */
-const series = new Map<string, { count: { inc(): void }; time: { observe(seconds: number): void } }>();
-
-/** A request's figures: counted by route template, method and status class, and timed. */
-export function recordRequest(route: string, method: string, status: number, seconds: number): void {
-  const key = `${method} ${status} ${route}`;
-  let found = series.get(key);
-  if (!found) {
-    const m = methodLabel(method);
-    found = { count: httpRequests.labels({ route, method: m, status: statusClass(status) }), time: httpDuration.labels({ route, method: m }) };
-    series.set(key, found);
-  }
-  found.count.inc();
-  found.time.observe(seconds);
-}
-
-export { httpInFlight };
