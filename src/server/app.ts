@@ -54,7 +54,6 @@ export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight 
   if (inFlight) app.use(inFlight.middleware);
   app.use(requestContext(metrics ? httpFigures : null));
   app.use(compression);
-  if (metrics) app.use(metricsEndpoint(deps.db, metrics));
   app.use(bodyParser);
   app.use(healthz(deps));
   app.use(api.middleware());
@@ -62,6 +61,8 @@ export function createApp(deps: ServerDeps, { inFlight }: { inFlight?: InFlight 
   const pages = [pageRouter(deps), payPageRouter(deps), tagRouter(deps)];
   for (const router of pages) app.use(router.routes());
   app.use(pageMethods(pages));
+  // Last before the 404: no other request passes through it.
+  if (metrics) app.use(metricsEndpoint(deps.db, metrics));
   app.use(notFound);
   // requestContext answers and logs errors; what reaches koa is a streamed body failing after its first byte.
   app.on('error', (err: unknown) => log.error('response failed after it started', errorFields(err)));
