@@ -1,6 +1,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -642,7 +643,7 @@ test('--update --dry-run on an installed root prints the backup, migration, rest
   t.deepEqual(snapshot(stage), before, 'nothing changed');
 });
 
-test('quoting update, staged twice: a backup before each, the new code built and its migration applied, settings byte for byte kept; a failing migration prints the rollback naming the backup', async (t) => {
+test('quoting update, staged twice: a backup before each, the new code built and its migration applied, settings byte for byte kept; a failing migration, or a failing doctor, prints the rollback naming the backup', async (t) => {
   t.timeout(1_800_000);
   const stage = await stagedCopy(t);
   // The staged install on the embedded database (its PostgreSQL is not there), holding a workspace.
@@ -732,4 +733,28 @@ test('quoting update, staged twice: a backup before each, the new code built and
   const restored = cli('restore', '--force', path.join(dataDir, 'backups', third!));
   t.is(restored.status, 0, restored.stderr);
   t.like(JSON.parse(cli('workspace', 'list', '--json').stdout), [{ slug: 'acme' }]);
+
+  // An update whose doctor finds a failure (a mail server that refuses: a port nothing listens on) stops non-zero
+  // after migrating, and says how to roll back with the backup it took.
+  const port = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port: free } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(free));
+    });
+  });
+  fs.appendFileSync(envFile, `SMTP_URL=smtp://127.0.0.1:${port}\n`);
+  const taken = updateBackups(stage);
+  const unhealthy = await install(['--update', '--root', stage, '--from', tree]);
+  t.is(unhealthy.code, 1, unhealthy.stdout);
+  const fourth = updateBackups(stage).find((name) => !taken.includes(name));
+  t.truthy(fourth, 'a fourth backup was taken');
+  t.regex(unhealthy.stdout + unhealthy.stderr, /fail +Mail \(SMTP\)/);
+  t.deepEqual(unhealthy.stderr.slice(unhealthy.stderr.indexOf('install.sh: quoting doctor found')).trim().split('\n'), [
+    'install.sh: quoting doctor found a failure (above) after the update.',
+    'To roll back to the version and the data of before the update:',
+    '  sudo systemctl stop quoting',
+    `  sudo quoting restore --force /var/lib/quoting/backups/${fourth}`,
+    '  sudo systemctl start quoting',
+    'Or fix the cause and run the update again (it takes a new backup first).',
+  ]);
 });
