@@ -6,8 +6,8 @@
  * after it, so only its own connections are open while it is measured. Per round:
  *  - quote creation: --connections lanes (fetch, each answer checked 201) for --duration s, spread over --workspaces
  *    workspaces (numbering queues on a workspace's counter row), workspace i against server i mod 4 → quotes/s;
- *  - a list: `GET /api/v1/quotes?customer_id=C` (the quotes made so far, 50 a page) for --duration s, one autocannon
- *    per workspace, the same split → lists/s;
+ *  - a list: `GET /api/v1/quotes?customer_id=C` (a customer of each workspace with --listed quotes, made beforehand,
+ *    the same in every round: 50 a page) for --duration s, one autocannon per workspace, the same split → lists/s;
  *  - deliveries: --n due deliveries committed at once (one NOTIFY) to two `quoting worker --watch` started for the
  *    round on the setup's path (through the pooler, LISTEN direct, in the pooled one), until the receiver has them
  *    all and every row reads `succeeded` → deliveries/s.
@@ -17,7 +17,7 @@
  * the maximum of each per setup and phase is printed. After a pooled round its server connections are closed
  * (KILL/RESUME on the console), so they do not count in the direct round that follows.
  *
- *   node dist/bench/pooler.js [--rounds 3] [--duration 5] [--connections 32] [--workspaces 8] [--n 2000] [--pool-size 20] [--direct-pool 10]
+ *   node dist/bench/pooler.js [--rounds 3] [--duration 5] [--connections 32] [--workspaces 8] [--n 2000] [--listed 60] [--pool-size 20] [--direct-pool 10]
  */
 import os from 'node:os';
 import autocannon from 'autocannon';
@@ -32,6 +32,7 @@ const { values } = benchArgs('pooler.js', {
   connections: { type: 'string', default: '32' },
   workspaces: { type: 'string', default: '8' },
   n: { type: 'string', default: '2000' },
+  listed: { type: 'string', default: '60' },
   'pool-size': { type: 'string', default: '20' },
   'direct-pool': { type: 'string', default: '10' },
 });
@@ -40,11 +41,12 @@ const duration = Number(values.duration);
 const connections = Number(values.connections);
 const workspaceCount = Number(values.workspaces);
 const N = Number(values.n);
+const listed = Number(values.listed);
 const poolSize = Number(values['pool-size']);
 const directPool = Number(values['direct-pool']);
 const SERVERS = 4;
 const WORKERS = 2;
-if (!(duration > 0 && workspaceCount >= 1 && connections >= workspaceCount && N >= 1 && poolSize >= 1 && directPool >= 1)) {
+if (!(duration > 0 && workspaceCount >= 1 && connections >= workspaceCount && N >= 1 && listed >= 0 && poolSize >= 1 && directPool >= 1)) {
   throw new Error('--duration, --n, --pool-size, --direct-pool positive; --connections at least --workspaces');
 }
 
@@ -54,7 +56,10 @@ const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, m
 interface Workspace {
   id: number;
   cookie: string;
+  /** The customer the creation phase adds quotes to. */
   customerId: number;
+  /** The customer whose quotes are listed: a fixed --listed of them, so that every round lists the same rows. */
+  listedId: number;
 }
 
 async function api(url: string, cookie: string, method: string, path: string, body?: unknown): Promise<any> {
@@ -161,9 +166,13 @@ runBench(async () => {
     for (let i = 0; i < workspaceCount; i++) {
       const { cookie } = await signUp(server.url);
       const id = (await api(server.url, cookie, 'GET', '/api/v1/workspace')).data.workspace.id as number;
-      const customerId = (await api(server.url, cookie, 'POST', '/api/v1/customers', { email: `c.w${i}@example.com`, name: 'Customer', company: 'Bench Co' })).data.customer.id;
+      const customer = async (name: string) =>
+        (await api(server.url, cookie, 'POST', '/api/v1/customers', { email: `${name}.w${i}@example.com`, name, company: 'Bench Co' })).data.customer.id as number;
+      const customerId = await customer('created');
+      const listedId = await customer('listed');
       await api(server.url, cookie, 'POST', '/api/v1/quotes', JSON.parse(quoteBody(customerId))); // a refused body fails here, with the API's message
-      workspaces.push({ id, cookie, customerId });
+      for (let q = 0; q < listed; q++) await api(server.url, cookie, 'POST', '/api/v1/quotes', JSON.parse(quoteBody(listedId)));
+      workspaces.push({ id, cookie, customerId, listedId });
     }
     // customer.* only: the quotes queue no delivery, so the receiver sees the seeded ones alone.
     subscriptionId = (await api(server.url, workspaces[0].cookie, 'POST', '/api/v1/webhooks', { url: receiverUrl, event_types: ['customer.*'] })).data.subscription.id;
@@ -204,7 +213,7 @@ runBench(async () => {
     const t0 = now();
     const results = await Promise.all(
       workspaces.map((w, i) =>
-        autocannon({ url: `${servers[i % servers.length].url}/api/v1/quotes?customer_id=${w.customerId}`, connections: lanes, duration: seconds, timeout: 30, headers: { cookie: w.cookie } }),
+        autocannon({ url: `${servers[i % servers.length].url}/api/v1/quotes?customer_id=${w.listedId}`, connections: lanes, duration: seconds, timeout: 30, headers: { cookie: w.cookie } }),
       ),
     );
     const elapsed = (now() - t0) / 1000;
@@ -304,7 +313,7 @@ runBench(async () => {
   printTable(`${SERVERS} servers direct (A) and through PgBouncer (B): ${rounds} rounds of each, alternating, min / median / max`, [
     ['', `A direct (pool ${directPool} each)`, `B PgBouncer (pool ${poolSize})`, 'B / A (medians; target ≥ 0.85)'],
     row(`quotes/s (POST /api/v1/quotes, ${connections} lanes, ${workspaceCount} workspaces)`, 'creates', 1),
-    row('lists/s (GET /api/v1/quotes?customer_id=C, 50 a page)', 'lists', 0),
+    row(`lists/s (GET /api/v1/quotes?customer_id=C, a customer of ${listed} quotes, 50 a page)`, 'lists', 0),
     row(`deliveries/s (${WORKERS} × quoting worker --watch, ${N} due)`, 'deliveries', 0),
   ]);
   const phases: Phase[] = ['creates', 'lists', 'deliveries'];
