@@ -24,7 +24,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { openPostgres } from '../src/db/database.js';
 import { startPgbouncer } from '../test/helpers/pgbouncer.js';
-import { benchArgs, forkScript, freshPostgresUrl, loadAverage, median, note, onCleanup, printTable, roundsOption, runBench, seededDeliveries, signUp, spread, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
+import { benchArgs, cpuMs, forkScript, freshPostgresUrl, loadAverage, median, note, onCleanup, printTable, roundsOption, runBench, seededDeliveries, signUp, spread, startQuoting, startWorker, type ChildServer, type Worker } from './lib.js';
 
 const { values } = benchArgs('pooler.js', {
   rounds: { type: 'string', default: '3' },
@@ -267,12 +267,20 @@ runBench(async () => {
     lists: number;
     deliveries: number;
   }
+  /** PgBouncer's CPU time in the pooled rounds' creation and list phases, and their wall time. */
+  const bouncerCpu = { ms: 0, wallMs: 0 };
   const measure = async (setup: Setup, discard = false): Promise<Sample> => {
     const servers = await Promise.all(Array.from({ length: SERVERS }, () => startQuoting(envOf(setup).DATABASE_URL!, envOf(setup))));
     try {
       const seconds = discard ? 1 : duration;
+      const cpu0 = cpuMs(bouncer.pid);
+      const wall0 = now();
       const creates = await during(setup, 'creates', () => createQuotes(servers, seconds));
       const lists = await during(setup, 'lists', () => listQuotes(servers, seconds));
+      if (setup === 'pooled' && !discard) {
+        bouncerCpu.ms += cpuMs(bouncer.pid) - cpu0;
+        bouncerCpu.wallMs += now() - wall0;
+      }
       await Promise.all(servers.map((s) => s.stop()));
       const deliveries = await deliver(setup);
       return { creates, lists, deliveries };
@@ -328,6 +336,7 @@ runBench(async () => {
       }),
     ]),
   ]);
+  note(`PgBouncer used ${((100 * bouncerCpu.ms) / bouncerCpu.wallMs).toFixed(0)}% of a core during the pooled rounds' creation and list phases (${(bouncerCpu.ms / 1000).toFixed(1)} s CPU in ${(bouncerCpu.wallMs / 1000).toFixed(1)} s).`);
   if (sampleError) note(`a sample failed (counted as 0): ${sampleError.message}`);
   note(`"other" holds this process's own pool (up to 2) besides the direct servers' and workers' pools.`);
   note(`load average before the rounds: ${before}; after: ${after}; ${created} quotes answered 201.`);
