@@ -17,7 +17,10 @@
  * the maximum of each per setup and phase is printed. After a pooled round its server connections are closed
  * (KILL/RESUME on the console), so they do not count in the direct round that follows.
  *
- *   node dist/bench/pooler.js [--rounds 3] [--duration 5] [--connections 32] [--workspaces 8] [--n 2000] [--listed 60] [--pool-size 20] [--direct-pool 10]
+ * --direct-unnamed gives the direct setup DATABASE_POOLER=transaction too (no named statements nor session settings), to
+ * tell the pooler's hop from what the setting itself costs.
+ *
+ *   node dist/bench/pooler.js [--rounds 3] [--duration 5] [--connections 32] [--workspaces 8] [--n 2000] [--listed 60] [--pool-size 20] [--direct-pool 10] [--direct-unnamed]
  */
 import os from 'node:os';
 import autocannon from 'autocannon';
@@ -35,6 +38,7 @@ const { values } = benchArgs('pooler.js', {
   listed: { type: 'string', default: '60' },
   'pool-size': { type: 'string', default: '20' },
   'direct-pool': { type: 'string', default: '10' },
+  'direct-unnamed': { type: 'boolean', default: false },
 });
 const rounds = roundsOption(values.rounds);
 const duration = Number(values.duration);
@@ -109,7 +113,7 @@ runBench(async () => {
 
   const envOf = (setup: Setup): NodeJS.ProcessEnv =>
     setup === 'direct'
-      ? { DATABASE_URL: directUrl, DATABASE_POOL_MAX: String(directPool) }
+      ? { DATABASE_URL: directUrl, DATABASE_POOL_MAX: String(directPool), ...(values['direct-unnamed'] ? { DATABASE_POOLER: 'transaction', DATABASE_LISTEN_URL: directUrl } : {}) }
       : { DATABASE_URL: pooledUrl, DATABASE_POOL_MAX: String(directPool), DATABASE_POOLER: 'transaction', DATABASE_LISTEN_URL: directUrl };
 
   // Sampling: every 200 ms while a phase runs, the maximum of each kind.
@@ -131,9 +135,9 @@ runBench(async () => {
   let sampleError: Error | undefined;
   const sampler = (async () => {
     for (;;) {
-      if (sampling) {
+      const peak = sampling; // taken before the sample: the phase may end while it is read, and the sample is still its own
+      if (peak) {
         const counts = await sampleOnce().catch((err: Error) => ((sampleError = err), zero()));
-        const peak = sampling; // the phase may have ended meanwhile: this sample is its own still
         for (const key of Object.keys(counts) as (keyof Counts)[]) peak[key] = Math.max(peak[key], counts[key]);
       }
       await sleep(200);
@@ -319,7 +323,7 @@ runBench(async () => {
     return [label, spread(a, digits), spread(b, digits), (median(b) / median(a)).toFixed(2)];
   };
   printTable(`${SERVERS} servers direct (A) and through PgBouncer (B): ${rounds} rounds of each, alternating, min / median / max`, [
-    ['', `A direct (pool ${directPool} each)`, `B PgBouncer (pool ${poolSize})`, 'B / A (medians; target ≥ 0.85)'],
+    ['', `A direct (pool ${directPool} each${values['direct-unnamed'] ? ', DATABASE_POOLER=transaction' : ''})`, `B PgBouncer (pool ${poolSize})`, 'B / A (medians; target ≥ 0.85)'],
     row(`quotes/s (POST /api/v1/quotes, ${connections} lanes, ${workspaceCount} workspaces)`, 'creates', 1),
     row(`lists/s (GET /api/v1/quotes?customer_id=C, a customer of ${listed} quotes, 50 a page)`, 'lists', 0),
     row(`deliveries/s (${WORKERS} × quoting worker --watch, ${N} due)`, 'deliveries', 0),
