@@ -12,6 +12,8 @@ export interface Pgbouncer {
   through(databaseUrl: string): string;
   /** The pooler's admin console (SHOW POOLS, SHOW SERVERS). */
   adminUrl: string;
+  /** Its process id (a benchmark reads its CPU time). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -86,6 +88,7 @@ export async function startPgbouncer(databaseUrl: string, options: { poolSize?: 
   }
   return {
     through,
+    pid: child.pid,
     adminUrl: through(Object.assign(new URL(databaseUrl), { pathname: '/pgbouncer' }).toString()),
     stop: async () => {
       process.removeListener('exit', kill);
