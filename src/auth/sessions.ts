@@ -34,14 +34,18 @@ export async function resolveSession(db: Db, token: string | undefined, cache?: 
   return session;
 }
 
-/** One statement through the unique token_hash index for a batch of tokens, prepared once per connection (every batch of cache misses runs it). */
+/**
+ * One statement through the unique token_hash index for a batch of tokens, prepared once per connection (every batch of
+ * cache misses runs it). Expiry is checked against the statement's time, not now(): on the embedded database a read
+ * may run inside another session's open transaction (db/pglite-worker.ts), whose now() is when that one began.
+ */
 const sessionsByTokenHash = preparedQuery<SessionRow>('quoting_sessions_by_token_hashes', `
   /* all workspaces: a session is found by its token, and gives its workspace */
   select s.token_hash, s.id as session_id, s.expires_at,
          u.id as user_id, u.email, u.name as user_name, u.workspace_id, u.role, u.created_at as user_created_at, u.updated_at as user_updated_at,
          w.name as ws_name, w.slug, w.status, w.trial_ends_at, w.public_key, w.time_zone, w.created_at as ws_created_at, w.updated_at as ws_updated_at
   from sessions s join users u on u.id = s.user_id left join workspaces w on w.id = u.workspace_id
-  where s.token_hash = any(:hashes::text[]) and s.expires_at > now()`);
+  where s.token_hash = any(:hashes::text[]) and s.expires_at > statement_timestamp()`);
 
 interface SessionRow {
   token_hash: string;

@@ -380,6 +380,27 @@ test('a cached session still expires on time', async (t) => {
   t.is((await client.get('/api/v1/auth/me')).status, 401);
 });
 
+test('a session past its expiry is refused while another transaction, begun before the expiry, is still open', async (t) => {
+  // On the embedded database a read may run inside another session's open transaction, whose now() is its start.
+  const { client, user } = await signUpUser();
+  const expiresAt = Date.now() + 1500;
+  await app.db('sessions').where({ user_id: user.id }).update({ expires_at: new Date(expiresAt) });
+  app.sessionCache.evict({ userId: user.id });
+  const open = await app.db.transaction();
+  let answer: Promise<{ status: number }> | undefined;
+  try {
+    await open.raw('select now()');
+    await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 200));
+    app.sessionCache.evict({ userId: user.id });
+    // Not awaited while the transaction is open: refusing the session writes, and a write waits for it to end.
+    answer = client.get('/api/v1/auth/me');
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  } finally {
+    await open.rollback();
+  }
+  t.is((await answer!).status, 401);
+});
+
 // --- concurrent cache misses (one query for the misses of the moment) ---------------------------
 
 test('concurrent requests with distinct sessions each get their own user; unknown tokens among them are 401', async (t) => {
