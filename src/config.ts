@@ -1,7 +1,7 @@
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { validate as validCron } from 'node-cron';
 import { z } from 'zod';
 
 /**
@@ -9,6 +9,16 @@ import { z } from 'zod';
  * directory, so a command run from elsewhere (cron runs from `/`) finds the same database. This file is dist/src/config.js.
  */
 export const defaultDataDir = fileURLToPath(new URL('../../data', import.meta.url));
+
+/** node-cron is loaded only when BACKUP_SCHEDULE is set: every command reads this file at start-up. */
+const validCron = (expression: string): boolean => (createRequire(import.meta.url)('node-cron') as typeof import('node-cron')).validate(expression);
+
+/** A number within [min, max]; every way of failing gives the same message, which states what is expected. */
+const bounded = (min: number, max: number, expects: string, options: { whole?: boolean } = {}) => {
+  const error = { error: expects };
+  const n = z.coerce.number(error).min(min, error).max(max, error);
+  return options.whole ? n.int(error) : n;
+};
 
 const flag = z
   .string()
@@ -40,7 +50,7 @@ const url = (what: string, protocols: string[], options: { host?: boolean } = {}
 
 /** Every setting of the program, read from the environment once. */
 export const configSchema = z.object({
-  PORT: z.coerce.number({ error: 'expects a port number (0-65535)' }).int().min(0).max(65535).default(3000),
+  PORT: bounded(0, 65535, 'expects a port number (0-65535)', { whole: true }).default(3000),
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   APP_URL: url('an absolute URL such as https://quotes.example.com', ['http:', 'https:']).optional(),
   DATABASE_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db', ['postgres:', 'postgresql:']).optional().or(z.literal('').transform(() => undefined)),
@@ -53,7 +63,7 @@ export const configSchema = z.object({
   DATABASE_LISTEN_URL: url('a PostgreSQL URL such as postgres://user@host:5432/db', ['postgres:', 'postgresql:']).optional().or(z.literal('').transform(() => undefined)),
   DATA_DIR: z.string().trim().min(1).default(defaultDataDir),
   /** Unset: each command's own default (serve 10, worker --watch 6, others 2: withDatabase in src/cli/context.ts). */
-  DATABASE_POOL_MAX: z.coerce.number({ error: 'expects a whole number from 1 to 1000' }).int({ error: 'expects a whole number from 1 to 1000' }).min(1, { error: 'expects a whole number from 1 to 1000' }).max(1000, { error: 'expects a whole number from 1 to 1000' }).optional(),
+  DATABASE_POOL_MAX: bounded(1, 1000, 'expects a whole number from 1 to 1000', { whole: true }).optional(),
   MIGRATE_TOKEN: optionalText,
   /** Turns GET /metrics on, for `Authorization: Bearer <METRICS_TOKEN>` (unset: 404). */
   METRICS_TOKEN: optionalText,
@@ -72,21 +82,18 @@ export const configSchema = z.object({
   STRIPE_WEBHOOK_SECRET: optionalText,
   STRIPE_API_BASE: url('an absolute URL such as http://127.0.0.1:12111', ['http:', 'https:']).optional().or(z.literal('').transform(() => undefined)),
   WEBHOOKS_ENABLED: flag.default(true),
-  WEBHOOK_MAX_ATTEMPTS: z.coerce.number({ error: 'expects a whole number from 1 to 100' }).int({ error: 'expects a whole number from 1 to 100' }).min(1, { error: 'expects a whole number from 1 to 100' }).max(100, { error: 'expects a whole number from 1 to 100' }).default(6),
-  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number({ error: 'expects a number of seconds (0.1 to 300)' }).min(0.1, { error: 'expects a number of seconds (0.1 to 300)' }).max(300, { error: 'expects a number of seconds (0.1 to 300)' }).default(20),
-  WEBHOOK_WORKER_BATCH: z.coerce.number({ error: 'expects a whole number from 1 to 10000' }).int({ error: 'expects a whole number from 1 to 10000' }).min(1, { error: 'expects a whole number from 1 to 10000' }).max(10_000, { error: 'expects a whole number from 1 to 10000' }).default(100),
-  WEBHOOK_CONCURRENCY: z.coerce.number({ error: 'expects a whole number from 1 to 256' }).int({ error: 'expects a whole number from 1 to 256' }).min(1, { error: 'expects a whole number from 1 to 256' }).max(256, { error: 'expects a whole number from 1 to 256' }).default(16),
-  WEBHOOK_LEASE_SECONDS: z.coerce.number({ error: 'expects a number of seconds (1 to 3600)' }).min(1, { error: 'expects a number of seconds (1 to 3600)' }).max(3600, { error: 'expects a number of seconds (1 to 3600)' }).optional(),
+  WEBHOOK_MAX_ATTEMPTS: bounded(1, 100, 'expects a whole number from 1 to 100', { whole: true }).default(6),
+  WEBHOOK_TIMEOUT_SECONDS: bounded(0.1, 300, 'expects a number of seconds (0.1 to 300)').default(20),
+  WEBHOOK_WORKER_BATCH: bounded(1, 10_000, 'expects a whole number from 1 to 10000', { whole: true }).default(100),
+  WEBHOOK_CONCURRENCY: bounded(1, 256, 'expects a whole number from 1 to 256', { whole: true }).default(16),
+  WEBHOOK_LEASE_SECONDS: bounded(1, 3600, 'expects a number of seconds (1 to 3600)').optional(),
   OUTBOUND_ALLOWED_CIDRS: z
     .string()
     .trim()
     .transform((v) => v.split(',').map((c) => c.trim()).filter(Boolean))
     .refine((cidrs) => cidrs.every(isCidr), 'expects comma-separated CIDRs such as 10.0.0.0/8,127.0.0.1/32')
     .default([]),
-  IMPORT_WINDOW_SECONDS: z.coerce
-    .number({ error: 'expects a number of seconds (0 to 86400)' })
-    .min(0, { error: 'expects a number of seconds (0 to 86400)' })
-    .max(86_400, { error: 'expects a number of seconds (0 to 86400)' })
+  IMPORT_WINDOW_SECONDS: bounded(0, 86_400, 'expects a number of seconds (0 to 86400)')
     .default(600),
   SESSION_CACHE_SECONDS: z.coerce
     .number({ error: 'expects a whole number of seconds (0 turns the cache off)' })
@@ -94,8 +101,8 @@ export const configSchema = z.object({
     .min(0, { error: 'expects a whole number of seconds (0 turns the cache off)' })
     .max(3600, { error: 'expects at most 3600 seconds' })
     .default(30),
-  TRACK_RATE_PER_MINUTE: z.coerce.number({ error: 'expects a whole number of events from 1 to 1000000000' }).int({ error: 'expects a whole number of events from 1 to 1000000000' }).min(1, { error: 'expects a whole number of events from 1 to 1000000000' }).max(1_000_000_000, { error: 'expects a whole number of events from 1 to 1000000000' }).default(1200),
-  TRACK_RETENTION_DAYS: z.coerce.number({ error: 'expects a whole number of days from 1 to 36500' }).int({ error: 'expects a whole number of days from 1 to 36500' }).min(1, { error: 'expects a whole number of days from 1 to 36500' }).max(36_500, { error: 'expects a whole number of days from 1 to 36500' }).default(400),
+  TRACK_RATE_PER_MINUTE: bounded(1, 1_000_000_000, 'expects a whole number of events from 1 to 1000000000', { whole: true }).default(1200),
+  TRACK_RETENTION_DAYS: bounded(1, 36_500, 'expects a whole number of days from 1 to 36500', { whole: true }).default(400),
   /** A cron expression (5 fields, or 6 with seconds first): when scheduled backups run (README, Scheduled backups). */
   BACKUP_SCHEDULE: z
     .string()
@@ -104,7 +111,7 @@ export const configSchema = z.object({
     .optional(),
   /** Unset: DATA_DIR/backups (filled in by loadConfig). */
   BACKUP_DIR: z.string().trim().min(1).optional(),
-  BACKUP_KEEP: z.coerce.number({ error: 'expects a whole number of backups from 1 to 10000' }).int({ error: 'expects a whole number of backups from 1 to 10000' }).min(1, { error: 'expects a whole number of backups from 1 to 10000' }).max(10_000, { error: 'expects a whole number of backups from 1 to 10000' }).default(7),
+  BACKUP_KEEP: bounded(1, 10_000, 'expects a whole number of backups from 1 to 10000', { whole: true }).default(7),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent'], { error: 'expects one of debug, info, warn, error, silent' }).default('info'),
 });
 

@@ -47,18 +47,21 @@ export class HttpFigures {
   private readonly requests = new Map<string, RequestSeries>();
   private readonly durations = new Map<string, DurationSeries>();
 
-  record(route: string, method: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
+  record(route: string, rawMethod: string, status: number, seconds: number): void {
+    // Keyed by the labels themselves, so methods outside the list (all `other`) share one series.
+    const method = methodLabel(rawMethod);
+    const statusLabel = statusClass(status);
+    const key = `${method} ${statusLabel} ${route}`;
     let requests = this.requests.get(key);
     if (!requests) {
-      requests = { labels: { route, method: methodLabel(method), status: statusClass(status) }, count: 0 };
+      requests = { labels: { route, method, status: statusLabel }, count: 0 };
       this.requests.set(key, requests);
     }
     requests.count++;
     const timingKey = `${method} ${route}`;
     let durations = this.durations.get(timingKey);
     if (!durations) {
-      durations = { labels: { route, method: methodLabel(method) }, buckets: new Array(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
+      durations = { labels: { route, method }, buckets: new Array(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
       this.durations.set(timingKey, durations);
     }
     let bucket = 0;
@@ -70,23 +73,12 @@ export class HttpFigures {
 
   /** The three metrics, registered in `registry`. */
   register(registry: Registry): void {
-    // Series keyed by the raw method can share their labels (methods outside the list are all `other`): summed here.
-    const merged = <T extends { labels: Record<string, string> }>(series: Iterable<T>, add: (into: T, from: T) => void, copy: (from: T) => T) => {
-      const byLabels = new Map<string, T>();
-      for (const one of series) {
-        const key = JSON.stringify(one.labels);
-        const found = byLabels.get(key);
-        if (found) add(found, one);
-        else byLabels.set(key, copy(one));
-      }
-      return [...byLabels.values()];
-    };
     const metrics: { name: string; get(): Figures }[] = [
       {
         name: 'quoting_http_requests_total',
         get: () => ({
           name: 'quoting_http_requests_total', help: 'HTTP requests answered, by route template, method and status class.', type: 'counter', aggregator: 'sum',
-          values: merged(this.requests.values(), (into, from) => (into.count += from.count), (from) => ({ ...from })).map((r) => ({ value: r.count, labels: r.labels })),
+          values: [...this.requests.values()].map((r) => ({ value: r.count, labels: r.labels })),
         }),
       },
       {
@@ -94,16 +86,7 @@ export class HttpFigures {
         get: () => {
           const name = 'quoting_http_request_duration_seconds';
           const values: Figures['values'] = [];
-          const series = merged(
-            this.durations.values(),
-            (into, from) => {
-              from.buckets.forEach((n, i) => (into.buckets[i] += n));
-              into.sum += from.sum;
-              into.count += from.count;
-            },
-            (from) => ({ ...from, buckets: [...from.buckets] }),
-          );
-          for (const d of series) {
+          for (const d of this.durations.values()) {
             let cumulative = 0;
             DURATION_BUCKETS.forEach((le, i) => {
               cumulative += d.buckets[i];
