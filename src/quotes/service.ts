@@ -7,7 +7,7 @@ import { textsList, type ListQuery } from '../db/list-query.js';
 import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, withoutBitmapScans, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { emit } from '../events/outbox.js';
+import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
 import { randomToken } from '../crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { readableChannelNamesQuery } from '../channels/service.js';
@@ -15,7 +15,7 @@ import { givenFields } from '../db/fields.js';
 import { preparedQuery } from '../db/prepared.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { upsertCustomer } from '../customers/service.js';
-import { takeQuoteNumber } from './numbering.js';
+import { NEXT_NUMBER, NUMBER_FROM_N, numberValues } from './numbering.js';
 import { assertLineFits, insertLine, priceLine, recalculate, tooMuchDiscount, totalOverflow, variantsBySku, type Variant } from './pricing.js';
 import { quoteStatuses, type LineChanges, type LineInput, type QuoteChanges, type QuoteFilters, type QuoteInput, type QuoteStatus } from './schema.js';
 
@@ -258,35 +258,72 @@ async function quoteReferences(trx: Db, access: Access, input: QuoteInput, skus:
   return { customer: row.customer, variants: new Map(variants.map(({ sku, ...variant }) => [sku, variant])) };
 }
 
+/** `quote.created`: the quote as numbered, with its lines (a JSON array's text), as JSON.stringify({quote, lines}) writes it. */
+const QUOTE_CREATED = { from: 'q, lines', data: `('{"quote":' || q.api_json || ',"lines":' || lines.text || '}')::json` };
+
 /**
- * A new quote with its lines and totals, under a unique placeholder number (createQuote takes the number last);
- * no row when the discount exceeds the subtotal. Gives the quote's id, the subtotal and the lines as the API shows
- * them: a JSON array, as text.
+ * A new quote under its gap-free number, with its lines, its totals, its `created` activity and (with the event's CTEs)
+ * `quote.created`; no quote when the discount exceeds the subtotal (id null; the number taken is rolled back with the
+ * transaction the caller then fails). Gives the quote's id, the subtotal, the quote and its lines as the API shows them
+ * (JSON texts). The counter row is taken in this same statement, the creation's last before its commit (NEXT_NUMBER).
  */
-const insertQuote = preparedQuery<{ id: number | null; subtotal: string; lines: string }>('quoting_insert_quote', `
+const insertQuote = emittingStatement<{ id: number | null; subtotal: string; quote: string; lines: string }>('quoting_insert_quote', QUOTE_CREATED, (event: FoldedEvent | null) => `
   with input as (
     select * from json_to_recordset(?::json) as i(ord int, variant_id int, sku text, description text, quantity numeric, price numeric)
   ), t as (
     select coalesce(sum(round(quantity * price, 2)), 0) as subtotal, ?::numeric as discount, ?::numeric as rate from input
-  ), quote as (
+  ), ${NEXT_NUMBER}, q as (
     insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, channel_id, currency, notes, valid_until,
                         public_token, external_id, discount_amount, tax_rate, subtotal, tax_amount, total)
-    select ?, ?, ?, ?, ?, ?, coalesce(?::text, p.default_currency, 'USD'), ?,
+    select ?, ${NUMBER_FROM_N}, ?, ?, ?, ?, coalesce(?::text, p.default_currency, 'USD'), ?,
            coalesce(?::date, (current_timestamp at time zone 'UTC')::date + p.default_validity_days), ?, ?,
            t.discount, t.rate, t.subtotal, round((t.subtotal - t.discount) * t.rate / 100, 2),
            t.subtotal - t.discount + round((t.subtotal - t.discount) * t.rate / 100, 2)
-    from t left join workspace_profiles p on p.workspace_id = ? where t.discount <= t.subtotal
-    returning id
+    from t cross join n left join workspace_profiles p on p.workspace_id = ? where t.discount <= t.subtotal
+    returning id, quote_number, api_json
   ), inserted as (
     insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
-    select ?, quote.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
-    from quote, input i order by i.ord
+    select ?, q.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
+    from q, input i order by i.ord
     returning quote_lines.id, ${lineJson('quote_lines', NEW_LINE_TIMES)}::text as json
-  )
-  select (select id from quote) as id, t.subtotal::text as subtotal,
-         (select '[' || coalesce(string_agg(json, ',' order by id), '') || ']' from inserted) as lines
+  ), lines as (
+    select '[' || coalesce(string_agg(json, ',' order by id), '') || ']' as text from inserted
+  ), a as (
+    insert into quote_activities (workspace_id, quote_id, type, actor, message)
+    select ?, q.id, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
+  )${event ? `, ${event.ctes}` : ''}
+  select (select id from q) as id, t.subtotal::text as subtotal, (select api_json from q) as quote, (select text from lines) as lines${event ? `, ${event.column}` : ''}
   from t`);
 
+/** The values of insertQuote's own statement, in its order. */
+interface NewQuote {
+  lines: string;
+  discount: string;
+  taxRate: string;
+  customerId: number | null;
+  customerName: string | null;
+  customerEmail: string | null;
+  channelId: number | null;
+  currency: string | null;
+  notes: string | null;
+  validUntil: string | null;
+  externalId: string | null;
+}
+
+/** Writes a quote (insertQuote) under a new public token; 422 when the discount exceeds the subtotal. */
+async function writeQuote(trx: Db, access: Access, quote: NewQuote): Promise<QuoteText> {
+  const workspaceId = access.workspaceId;
+  const { year, prefix } = numberValues();
+  const [created] = await insertQuote(trx, access, 'quote.created', [
+    quote.lines, quote.discount, quote.taxRate,
+    workspaceId, year,
+    workspaceId, prefix, quote.customerId, quote.customerName, quote.customerEmail, quote.channelId,
+    quote.currency, quote.notes, quote.validUntil, randomToken(24), quote.externalId,
+    workspaceId, workspaceId, workspaceId, access.actor,
+  ]).catch(totalOverflow('lines'));
+  if (created.id === null) throw tooMuchDiscount(quote.discount, created.subtotal);
+  return { quote: created.quote, lines: created.lines };
+}
 
 /** A quote and its lines as the API sends them: JSON text, kept as PostgreSQL rendered it. */
 export interface QuoteText {
@@ -298,11 +335,10 @@ export interface QuoteText {
  * Creates a draft with its lines; `quote.created` carries the quote and its lines. Its currency is the one
  * given, else its channel's (a GBP channel's quotes are in GBP unless told otherwise), else the workspace profile's
  * default currency, else USD; a quote given no valid_until is valid for the profile's default days, when set. The number of
- * statements does not grow with the lines (6 with BEGIN and COMMIT): the customer and the SKUs are
- * looked up in one query; the quote, its lines and its totals are written by one statement, whose
- * RETURNING gives the lines of the reply; then one statement takes the gap-free number and writes the
- * activity and the event (with its deliveries). The number comes last because its counter row stays
- * locked until commit: concurrent creations in a workspace queue behind that one statement and the commit.
+ * statements does not grow with the lines (4 with BEGIN and COMMIT): the customer and the SKUs are looked up in one
+ * query; then one statement (insertQuote) takes the gap-free number and writes the quote, its lines, its totals, the
+ * activity and the event (with its deliveries). The number's counter row stays locked until commit, so concurrent
+ * creations in a workspace queue behind that one statement and the commit.
  * The quote and its lines come back as the text PostgreSQL rendered, and go on to the event and the answer
  * as they are, never parsed and serialised again.
  */
@@ -317,18 +353,11 @@ export async function createQuote(
   const given = input.lines ?? [];
   const { customer, variants } = await quoteReferences(trx, access, input, given.flatMap((l) => (l.sku ? [l.sku] : [])));
   const lines = given.map((line, index) => ({ ord: index, ...priceLine(line, line.sku ? variants.get(line.sku) : undefined, `lines.${index}`) }));
-  const publicToken = randomToken(24);
-  const discount = input.discount_amount ?? '0';
-  const [created] = await insertQuote(trx, [
-    JSON.stringify(lines), discount, input.tax_rate ?? '0',
-    // A unique placeholder until the number is taken at the end.
-    workspaceId, `pending:${publicToken}`, customer?.id ?? null, customer?.name ?? null, customer?.email ?? null, input.channel_id ?? null,
-    input.currency ?? channel?.currency ?? null, input.notes ?? null, input.valid_until ?? null, publicToken, input.external_id ?? null,
-    workspaceId, workspaceId,
-  ]).catch(totalOverflow('lines'));
-  if (created.id === null) throw tooMuchDiscount(discount, created.subtotal);
-  const quote = await takeQuoteNumber(trx, access, created.id, created.lines);
-  return { quote, lines: created.lines };
+  return writeQuote(trx, access, {
+    lines: JSON.stringify(lines), discount: input.discount_amount ?? '0', taxRate: input.tax_rate ?? '0',
+    customerId: customer?.id ?? null, customerName: customer?.name ?? null, customerEmail: customer?.email ?? null, channelId: input.channel_id ?? null,
+    currency: input.currency ?? channel?.currency ?? null, notes: input.notes ?? null, validUntil: input.valid_until ?? null, externalId: input.external_id ?? null,
+  });
 }
 
 /**
@@ -344,16 +373,12 @@ export async function duplicateQuote(trx: Db, access: Access, id: number): Promi
   const lines = (await linesOf(trx, access, id)).map((line, index) => ({
     ord: index, variant_id: line.variant_id, sku: line.sku, description: line.description, quantity: line.quantity, price: line.price,
   }));
-  const publicToken = randomToken(24);
   const q = original as QuoteJson & Record<'discount_amount' | 'tax_rate' | 'customer_name' | 'customer_email' | 'currency' | 'notes', string | null> & { customer_id: number | null };
-  const [created] = await insertQuote(trx, [
-    JSON.stringify(lines), q.discount_amount, q.tax_rate,
-    workspaceId, `pending:${publicToken}`, q.customer_id, q.customer_name, q.customer_email, q.channel_id,
-    q.currency, q.notes, null, publicToken, null,
-    workspaceId, workspaceId,
-  ]);
-  const quote = await takeQuoteNumber(trx, access, created.id!, created.lines);
-  return { quote, lines: created.lines };
+  return writeQuote(trx, access, {
+    lines: JSON.stringify(lines), discount: q.discount_amount!, taxRate: q.tax_rate!,
+    customerId: q.customer_id, customerName: q.customer_name, customerEmail: q.customer_email, channelId: q.channel_id,
+    currency: q.currency, notes: q.notes, validUntil: null, externalId: null,
+  });
 }
 
 /** `POST /quotes/external`: idempotent on external_id (the first quote is returned, 200). */
