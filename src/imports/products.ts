@@ -259,8 +259,9 @@ export function productImporter(header: string[], now = new Date()): Importer {
           const first = failedFirst.get(variant.product_sku);
           if (first !== undefined && first < candidate.line) {
             // An earlier row of this product failed; this row's product columns are not what went wrong.
-            const { field, message } = renamed({ field: 'product_sku', message: `product_sku: product ${variant.product_sku} was not imported: its first row (line ${first}) failed.` }, candidate.columns);
-            fail(candidate.line, field, message);
+            const column = candidate.columns?.product_sku;
+            const message = `product ${variant.product_sku} was not imported: its first row (line ${first}) failed.`;
+            fail(candidate.line, column ?? 'product_sku', column ? `${column}: ${message}` : message);
             continue;
           }
           failedAt(variant.product_sku, candidate.line);
