@@ -149,7 +149,9 @@ interface Candidate {
   product?: Record<string, string | undefined>;
   /** Set when this row defines its product (the first good row of a product not yet stored by this import). */
   defines?: ProductRow;
+  /** The file's names for our fields, for the messages of checks made when the batch is written. */
   columns?: Record<string, string>;
+  /** Added to the report's notes once the row is sure to be written. */
   notes?: RowIssue[];
 }
 

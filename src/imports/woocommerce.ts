@@ -22,14 +22,15 @@ interface Parent {
   sku: string;
   line: number;
   type: WooType;
-  product: Record<string, string | undefined>;
+  /** A variable product's fields, which its variation rows carry (other products' rows carry their own, so keep none). */
+  product?: Record<string, string | undefined>;
   /** Set on a variable product once a variation row names it. */
   named?: true;
   /** Set when the product's own row failed: its variations fail too. */
   failed?: true;
 }
 
-/** The name the exporter's escaping gives a cell back: a leading `'` it put before `=`, `+`, `-` or `@` comes off. */
+/** A cell as it was before the exporter's escaping for spreadsheets: the `'` it puts before a leading `=`, `+`, `-` or `@` comes off. */
 const unescaped = (value: string) => (/^'[=+\-@]/.test(value) ? value.slice(1) : value);
 
 /** A list cell (`Clothing > Tshirts, Clothing`): split at commas, `\,` being a comma inside a value. */
@@ -164,7 +165,7 @@ export function wooFormat(header: string[], now: Date): Format {
         brand: listValues(cell(values, 'brands'))[0] ?? '',
         description: description(cell(values, 'description')) || description(cell(values, 'short description')),
       };
-      const parent: Parent = { sku: productSku, line, type, product };
+      const parent: Parent = { sku: productSku, line, type, ...(type === 'variable' ? { product } : {}) };
       if (id) byId.set(id, parent);
       if (productSku) bySku.set(productSku, parent);
 
