@@ -49,7 +49,7 @@ export const wooCatalogue = wooCsv(wooHeader, [
   },
   {
     ID: '46', Type: 'simple, downloadable, virtual', SKU: 'woo-album', Name: 'Album', Published: '0', 'Short description': 'This is a simple, virtual product.',
-    Description: 'Ten songs.', 'Date sale price starts': '2021-01-01 0:00:00', 'Date sale price ends': '2021-01-31 23:59:59', 'Sale price': '12',
+    Description: 'Ten songs.\\nFiles in C:\\\\new albums.', 'Date sale price starts': '2021-01-01 0:00:00', 'Date sale price ends': '2021-01-31 23:59:59', 'Sale price': '12',
     'Regular price': '15', Categories: 'Music', 'Download limit': '1', 'Download expiry days': '1', 'Meta: _wpcom_is_markdown': '1',
   },
   {
