@@ -46,12 +46,16 @@ export function summaryLines(status: ImportStatus): string[] {
     : [
         `${status.dryRun ? 'Dry run (nothing written): ' : ''}${r.rows} rows read from the ${status.kind} file in ${took}: ` +
           `${r.created} created, ${r.updated} updated, ${r.unchanged} unchanged (${what}), ${r.failed} rows failed` +
-          // Only files that have such rows (Shopify image rows) say so; other summaries read as before.
-          `${r.skipped ? `, ${r.skipped} image-only rows skipped` : ''}.`,
+          // Only files that have such rows (Shopify image rows, WooCommerce variable products) say so; other summaries read as before.
+          `${r.skipped ? `, ${r.skipped} rows without a variant of their own skipped` : ''}` +
+          `${r.notes.length ? `, ${r.notes.length} notes` : ''}.`,
       ];
   // Messages start with their field ("price: must …"); other ones get it in front.
   for (const e of r.errors.slice(0, ERRORS_SHOWN)) lines.push(`  line ${e.row}, ${e.message.startsWith(`${e.field}:`) ? e.message : `${e.field}: ${e.message}`}`);
   if (r.errors.length > ERRORS_SHOWN) lines.push(`  … and ${r.errors.length - ERRORS_SHOWN} more errors (--json lists them all).`);
+  // Notes: rows that were imported, with what they lost.
+  for (const n of r.notes.slice(0, ERRORS_SHOWN)) lines.push(`  note, line ${n.row}, ${n.message.startsWith(`${n.field}:`) ? n.message : `${n.field}: ${n.message}`}`);
+  if (r.notes.length > ERRORS_SHOWN) lines.push(`  … and ${r.notes.length - ERRORS_SHOWN} more notes (--json lists them all).`);
   return lines;
 }
 

@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import type { Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { Validation } from '../errors.js';
@@ -7,35 +6,13 @@ import {
   catalogueHeld, productsBySku, touchProducts, upsertProducts, upsertVariants, variantsBySku,
   type ProductValues, type StoredProduct, type StoredVariant, type VariantValues,
 } from '../products/service.js';
-import { SKU_MAX } from '../schema/input.js';
 import { inputIssues } from '../schema/parse.js';
 import type { CsvRow } from './csv.js';
 import { columnIndex } from './csv.js';
+import { generatedSku, renamed, type Format, type Mapped, type ProductState, type RowIssue } from './product-format.js';
 import { BatchOutcome, canonicalJson, type Importer, type ImportReport } from './report.js';
 import { productRow, variantRow, type ProductRow, type VariantRow } from './schema.js';
-
-/** A product row after mapping from its file format onto the import's own fields. */
-interface Mapped {
-  product_sku: string;
-  /** Present when the row may define its product (every generic row; Shopify rows with a Title). */
-  product?: Record<string, string | undefined>;
-  variant: Record<string, unknown>;
-  /** Set when the variant SKU was not in the file but made from it (Shopify: handle and option values). */
-  generatedSku?: true;
-}
-
-interface Format {
-  /** Which optional columns the file has: absent ones keep their stored values. */
-  present: Set<string>;
-  /** null: a row without variant data (a Shopify image row), skipped. */
-  map(values: string[], products: Map<string, ProductState>): Mapped | null;
-}
-
-interface ProductState {
-  id?: number;
-  /** Shopify: the option names given on the product's first row. */
-  options?: string[];
-}
+import { isWooHeader, wooFormat } from './woocommerce.js';
 
 const productColumns = ['type', 'status', 'brand', 'category', 'description'] as const;
 
@@ -131,7 +108,7 @@ function shopifyFormat(header: string[]): Format {
         attributes,
       };
       if (present.has('price')) variant.price = price;
-      let mapped: Mapped = { product_sku: handle, variant, ...(sku ? {} : { generatedSku: true as const }) };
+      let mapped: Mapped = { product_sku: handle, variant, ...(sku ? {} : { generatedFrom: 'the handle and option values' }) };
       if (title) {
         // A non-empty Status wins; exports without one (or rows that leave it empty) say it with Published.
         const status = cell(values, 'status').toLowerCase() || published(cell(values, 'published'));
@@ -143,18 +120,6 @@ function shopifyFormat(header: string[]): Format {
       return mapped;
     },
   };
-}
-
-/**
- * A variant SKU made from the handle and option values: joined by "-", every run of spaces or control characters
- * a "-", and cut to fit with a short hash of the whole standing in for the cut tail, so the same row always
- * makes the same SKU and two long ones that differ only at their ends stay apart.
- */
-export function generatedSku(parts: string[]): string {
-  const whole = parts.join('-').replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, '-');
-  if (whole.length <= SKU_MAX) return whole;
-  const hash = crypto.createHash('sha256').update(whole).digest('hex').slice(0, 10);
-  return `${whole.slice(0, SKU_MAX - hash.length - 1)}-${hash}`;
 }
 
 /**
@@ -184,6 +149,10 @@ interface Candidate {
   product?: Record<string, string | undefined>;
   /** Set when this row defines its product (the first good row of a product not yet stored by this import). */
   defines?: ProductRow;
+  /** The file's names for our fields, for the messages of checks made when the batch is written. */
+  columns?: Record<string, string>;
+  /** Added to the report's notes once the row is sure to be written. */
+  notes?: RowIssue[];
 }
 
 /**
@@ -192,8 +161,8 @@ interface Candidate {
  * is new, changed or unchanged, and writes only the new and changed rows, each table in one
  * multi-row INSERT ... ON CONFLICT. Emits no events (the catalogue has none for products).
  */
-export function productImporter(header: string[]): Importer {
-  const format = isShopifyHeader(header) ? shopifyFormat(header) : genericFormat(header);
+export function productImporter(header: string[], now = new Date()): Importer {
+  const format = isShopifyHeader(header) ? shopifyFormat(header) : isWooHeader(header) ? wooFormat(header, now) : genericFormat(header);
   const products = new Map<string, ProductState>();
   /** The first line of each product not (yet) imported whose row failed: its later rows name it. */
   const failedFirst = new Map<string, number>();
@@ -214,28 +183,38 @@ export function productImporter(header: string[]): Importer {
   return {
     tables: ['products', 'variants'],
     rewritten: ['product_texts'],
-    prepare(rows) {
+    prepare(rows, last) {
       const outcome = new BatchOutcome();
       const candidates: Candidate[] = [];
       for (const row of rows) {
-        const mapped = format.map(row.values, products);
+        const mapped = format.map(row.values, products, row.line);
         if (!mapped) {
           outcome.skipped++;
           continue;
         }
         outcome.rows++;
-        const checked = inputIssues(variantRow, mapped.variant);
-        if (!checked.ok) {
+        const checked = mapped.variant ? inputIssues(variantRow, mapped.variant) : undefined;
+        const issues = [...(mapped.errors ?? []), ...(checked && !checked.ok ? checked.issues.map((issue) => renamed(issue, mapped.columns)) : [])];
+        if (!checked?.ok || issues.length) {
           outcome.failed++;
           if (products.get(mapped.product_sku)?.id === undefined) failedAt(mapped.product_sku, row.line);
-          for (const issue of checked.issues) {
-            const generated = issue.field === 'variant_sku' && mapped.generatedSku;
-            const shown = ` (the SKU made from the handle and option values: "${String(mapped.variant.variant_sku)}").`;
+          for (const issue of issues) {
+            const generated = issue.field === (mapped.columns?.variant_sku ?? 'variant_sku') && mapped.generatedFrom;
+            const shown = ` (the SKU made from ${mapped.generatedFrom}: "${String(mapped.variant?.variant_sku)}").`;
             outcome.fail(row.line, issue.field, generated ? issue.message.replace(/\.$/, '') + shown : issue.message);
           }
           continue;
         }
-        candidates.push({ line: row.line, variant: checked.data, product: mapped.product });
+        candidates.push({ line: row.line, variant: checked.data, product: mapped.product, columns: mapped.columns, notes: mapped.notes });
+      }
+      if (last) {
+        // Rows skipped while they might still have turned out good, that did not: read and failed after all.
+        for (const error of format.finish?.() ?? []) {
+          outcome.skipped--;
+          outcome.rows++;
+          outcome.failed++;
+          outcome.fail(error.row, error.field, error.message);
+        }
       }
       return (trx, access, report) => {
         outcome.addTo(report);
@@ -282,11 +261,13 @@ export function productImporter(header: string[]): Importer {
           const first = failedFirst.get(variant.product_sku);
           if (first !== undefined && first < candidate.line) {
             // An earlier row of this product failed; this row's product columns are not what went wrong.
-            fail(candidate.line, 'product_sku', `product ${variant.product_sku} was not imported: its first row (line ${first}) failed.`);
+            const column = candidate.columns?.product_sku;
+            const message = `product ${variant.product_sku} was not imported: its first row (line ${first}) failed.`;
+            fail(candidate.line, column ?? 'product_sku', column ? `${column}: ${message}` : message);
             continue;
           }
           failedAt(variant.product_sku, candidate.line);
-          for (const issue of checked.issues) {
+          for (const issue of checked.issues.map((each) => renamed(each, candidate.columns))) {
             fail(candidate.line, issue.field, candidate.product ? issue.message : `name: the first row of product ${variant.product_sku} must give its name (Title).`);
           }
           continue;
@@ -297,6 +278,7 @@ export function productImporter(header: string[]): Importer {
       seen.set(variant.variant_sku, candidate.line);
       candidate.defines = defines;
       good.push(candidate);
+      for (const note of candidate.notes ?? []) report.notes.push({ row: candidate.line, ...note });
     }
 
     // Products first: new ones inserted, changed ones updated, in one statement.

@@ -16,12 +16,17 @@ export interface ImportReport {
   updated: number;
   unchanged: number;
   failed: number;
-  /** Rows read and left out as carrying nothing to import (a Shopify row with only an image); not in `rows`. */
+  /**
+   * Rows read and left out as carrying no variant of their own (a Shopify row with only an image, a WooCommerce
+   * variable product's row, whose variations are its variants); not in `rows`.
+   */
   skipped: number;
   errors: RowError[];
+  /** Rows imported with something the import could not keep (a WooCommerce grouped product's children), by line. */
+  notes: RowError[];
 }
 
-export const emptyReport = (): ImportReport => ({ rows: 0, created: 0, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
+export const emptyReport = (): ImportReport => ({ rows: 0, created: 0, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [], notes: [] });
 
 /** Writes one prepared batch inside the import's transaction, adding its outcome to the report. */
 export type BatchWrite = (trx: Db, access: Access, report: ImportReport) => Promise<void>;

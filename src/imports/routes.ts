@@ -54,7 +54,11 @@ export function importRoutes(api: Api, { db, config }: AppDeps): void {
       'Rows are grouped into products by product_sku and upserted by product SKU, then variant SKU; product columns are read from the first row of each product. ' +
       'A Shopify product export is recognised by its header and mapped (Handle, Title, Body (HTML) or Body, Vendor, the category from Type, Custom Product Type ' +
       'or the last segment of Product Category, Standard(ized) Product Type, Status or else Published, Option1 Name/Value..., Variant SKU, Variant Price); ' +
-      'its image-only rows are counted in `skipped`. Counts are rows (one row is one variant). Emits no events.',
+      'its image-only rows are counted in `skipped`. A WooCommerce product export is recognised by its header (Type, SKU, Name and Published, ' +
+      'Regular price or Parent) and mapped: simple, grouped and external products one variant each, a variable product\'s variation rows ' +
+      '(Parent id:N or its SKU, on a later line) its variants, its own row counted in `skipped`; Published, the first category path\'s last segment, ' +
+      'Sale price within its dates at the import\'s start (else Regular price); grouped and external products come with a note in `notes`. ' +
+      'Counts are rows (one row is one variant). Emits no events.',
   );
   route(
     'orders',

@@ -58,6 +58,8 @@ export const importUrlBody = z.object({
     .describe('With a JSON body: the address of the CSV, fetched by the server (http or https; private addresses refused)'),
 });
 
+const rowIssue = z.object({ row: z.number().int().describe('Spreadsheet line number; the header is line 1'), field: z.string(), message: z.string() });
+
 export const importOut = z.object({
   import: z.object({
     rows: z.number().int().describe('Data rows read (one row is a variant, or an order item)'),
@@ -65,8 +67,14 @@ export const importOut = z.object({
     updated: z.number().int(),
     unchanged: z.number().int(),
     failed: z.number().int().describe('Rows not applied'),
-    skipped: z.number().int().describe('Rows left out as carrying nothing to import (a Shopify product row with only an image); not counted in rows'),
-    errors: z.array(z.object({ row: z.number().int().describe('Spreadsheet line number; the header is line 1'), field: z.string(), message: z.string() })),
+    skipped: z
+      .number()
+      .int()
+      .describe("Rows left out as carrying no variant of their own (a Shopify product row with only an image, a WooCommerce variable product's row, whose variations are its variants); not counted in rows"),
+    errors: z.array(rowIssue),
+    notes: z
+      .array(rowIssue)
+      .describe("Rows imported with something the import could not keep (a WooCommerce grouped product's children, an external product's URL), by line; the message starts with the file's column"),
   }),
 });
 

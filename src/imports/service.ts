@@ -131,7 +131,8 @@ async function importSpooled(
   const batchRows = db.client.config.client === 'pg' ? BATCH_ROWS : EMBEDDED_BATCH_ROWS;
   try {
     const csv = await openCsv(file);
-    const importer: Importer = kind === 'products' ? productImporter(csv.header) : orderImporter(csv.header);
+    // A sale price's dates are read against the import's start, the same for every row.
+    const importer: Importer = kind === 'products' ? productImporter(csv.header, new Date(options.startedAt ?? Date.now())) : orderImporter(csv.header);
     const report = emptyReport();
     const checkpoint = () => {
       if (options.signal?.aborted) throw new HttpError(499, 'The import was interrupted; nothing was written.');
@@ -198,6 +199,7 @@ async function importSpooled(
     }
     // Checks of the fields come before checks against the database within a batch; the report lists lines in order.
     report.errors.sort((a, b) => a.row - b.row);
+    report.notes.sort((a, b) => a.row - b.row);
     if (committed && report.created > 0) {
       // Table names are constants of the importers. VACUUM runs outside a transaction, one table a statement.
       const statements = [`analyze ${importer.tables.join(', ')}`, ...importer.rewritten.map((table) => `vacuum (analyze) ${table}`)];

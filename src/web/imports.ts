@@ -134,6 +134,21 @@ function errorTable(job: ImportJob, report: ImportReport, pageNo: number): Html 
 ${pager(`/app/imports/${job.id}`, { page: pageNo }, { page: pageNo, size: ERRORS_PAGE, total: report.errors.length }, 'errors')}`;
 }
 
+/** Rows imported with something left behind (a WooCommerce grouped product's children): shown only when there are some. */
+function notesPart(report: ImportReport): Html | '' {
+  if (!report.notes.length) return '';
+  const rows = report.notes.slice(0, ERRORS_PAGE).map(
+    (n) => html`<tr><td data-label="Line" class="num">${n.row}</td><td data-label="Field">${n.field}</td><td data-label="Note">${n.message}</td></tr>`,
+  );
+  const more = report.notes.length - rows.length;
+  return html`<section class="card" aria-labelledby="notes-heading"><h2 id="notes-heading">Notes by line <span class="count">${count(report.notes.length)}</span></h2>
+<p class="hint">These rows are imported; the note says what of them is not kept.</p>
+<div class="table-wrap"><table class="list">
+  <thead><tr><th scope="col" class="num">Line</th><th scope="col">Field</th><th scope="col">Note</th></tr></thead>
+  <tbody>${rows}</tbody>
+</table></div>${more > 0 ? html`<p class="hint">… and ${count(more)} more.</p>` : ''}</section>`;
+}
+
 function outcome(job: ImportJob, pageNo: number): Html {
   switch (job.status) {
     case 'waiting':
@@ -151,7 +166,8 @@ function outcome(job: ImportJob, pageNo: number): Html {
   </div>
   <p class="hint">Rows with errors are left out. The file is kept on the server for an hour for this step; nothing has been written yet.</p>
 </section>
-<section class="card" aria-labelledby="errors-heading"><h2 id="errors-heading">Errors by line <span class="count">${count(report.errors.length)}</span></h2>${errorTable(job, report, pageNo)}</section>`;
+<section class="card" aria-labelledby="errors-heading"><h2 id="errors-heading">Errors by line <span class="count">${count(report.errors.length)}</span></h2>${errorTable(job, report, pageNo)}</section>
+${notesPart(report)}`;
     }
     case 'done': {
       const report = job.report!;
@@ -160,7 +176,8 @@ function outcome(job: ImportJob, pageNo: number): Html {
   ${counts(report, false)}
   <p><a href="/app/${job.kind}">See the ${job.kind}</a></p>
 </section>
-<section class="card" aria-labelledby="errors-heading"><h2 id="errors-heading">Rows not imported <span class="count">${count(report.errors.length)}</span></h2>${errorTable(job, report, pageNo)}</section>`;
+<section class="card" aria-labelledby="errors-heading"><h2 id="errors-heading">Rows not imported <span class="count">${count(report.errors.length)}</span></h2>${errorTable(job, report, pageNo)}</section>
+${notesPart(report)}`;
     }
     case 'cancelled':
       return html`<section class="card"><h2>Cancelled</h2><p>Nothing was written. <a href="/app/imports">Import another file</a>.</p></section>`;

@@ -8,6 +8,7 @@ import { postForm, visibleText } from '../helpers/pages.js';
 import { PATIENCE_MS } from '../helpers/patience.js';
 import { usingPostgres } from '../helpers/database.js';
 import { testWhen } from '../helpers/skip.js';
+import { wooCatalogue, wooCatalogueNotes } from '../helpers/woocommerce-exports.js';
 
 /**
  * The import page (/app/imports): a CSV uploaded as a browser does (multipart) or given by URL, its dry run in the
@@ -154,6 +155,7 @@ test.serial('a product CSV with errors: the dry run lists the bad lines with fie
   t.true(done.includes('Imported'), done);
   t.true(done.includes('Created 2'), done);
   t.true(done.includes(`Rows not imported ${api.errors.length}`), done);
+  t.false(done.includes('Notes by line'), 'a file without notes has no notes part');
   t.like(await productBySku(owner.client, `${p}-1`), { name: 'Good lamp' });
   t.like(await productBySku(owner.client, `${p}-4`), { name: 'Good chair' });
   t.is(await productBySku(owner.client, `${p}-2`), undefined);
@@ -164,6 +166,25 @@ test.serial('a product CSV with errors: the dry run lists the bad lines with fie
   t.true(visibleText(again.text).includes('This import was already applied.'));
   const list = visibleText((await owner.client.get('/app/imports')).text);
   t.true(list.includes('lamps.csv Products Imported'), list);
+});
+
+test.serial('a WooCommerce export: the dry run and the import list the notes of grouped and external products by line', async (t) => {
+  const sent = await upload(owner.client, { kind: 'products', url: '' }, wooCatalogue, { filename: 'wc-product-export.csv' });
+  t.is(sent.status, 303, visibleText(sent.text));
+  const id = jobIdOf(sent);
+  t.deepEqual((await settle(owner.client, id)).at(-1), 'checked');
+  const text = visibleText((await owner.client.get(`/app/imports/${id}`)).text);
+  t.true(text.includes('No errors: every row can be imported.'), text);
+  t.true(text.includes(`Notes by line ${wooCatalogueNotes.length}`), text);
+  for (const note of wooCatalogueNotes) t.true(text.includes(`${note.row} ${note.field} ${note.message}`), JSON.stringify(note));
+  t.true(text.includes('Import 10 rows'), text);
+
+  t.is((await postForm(owner.client, `/app/imports/${id}/apply`, {})).status, 303);
+  t.deepEqual((await settle(owner.client, id)).at(-1), 'done');
+  const done = visibleText((await owner.client.get(`/app/imports/${id}`)).text);
+  t.true(done.includes('Created 10'), done);
+  t.true(done.includes(`Notes by line ${wooCatalogueNotes.length}`), done);
+  t.like(await productBySku(owner.client, 'logo-collection'), { name: 'Logo Collection' });
 });
 
 test.serial('cancel after the dry run writes nothing, and the file cannot be applied afterwards', async (t) => {

@@ -45,7 +45,7 @@ test.serial('products: our columns, quoting and delimiters; a re-import is uncha
     '\r\n\r\n';
   const first = await csvPost('/api/v1/products/import', csv);
   t.is(first.status, 200, first.text);
-  t.deepEqual(first.body.data.import, { rows: 3, created: 3, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(first.body.data.import, { rows: 3, created: 3, updated: 0, unchanged: 0, failed: 0, skipped: 0, notes: [], errors: [] });
   const tee = await productBySku('TEE');
   t.is(tee.name, 'Tee, classic');
   t.is(tee.description, 'A "soft" tee\nwith two lines');
@@ -58,19 +58,19 @@ test.serial('products: our columns, quoting and delimiters; a re-import is uncha
 
   const again = await multipartPost('/api/v1/products/import', csv);
   t.is(again.status, 200, again.text);
-  t.deepEqual(again.body.data.import, { rows: 3, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(again.body.data.import, { rows: 3, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 0, notes: [], errors: [] });
 
   const semicolons = 'product_sku;name;variant_sku;price\nTEE;Tee, classic;TEE-S;13.00\nTEE;;TEE-M;12.50\n';
   const changed = await csvPost('/api/v1/products/import', semicolons);
   t.is(changed.status, 200, changed.text);
-  t.deepEqual(changed.body.data.import, { rows: 2, created: 0, updated: 1, unchanged: 1, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(changed.body.data.import, { rows: 2, created: 0, updated: 1, unchanged: 1, failed: 0, skipped: 0, notes: [], errors: [] });
   const after = await productBySku('TEE');
   t.is(after.variants.find((v: any) => v.sku === 'TEE-S').price, '13.00');
   t.is(after.brand, 'Acme', 'a column the file does not have keeps its value');
 
   const tabs = 'product_sku\tname\tvariant_sku\tprice\nPEN\tPen\tPEN-1\t1.20\n';
   const tabbed = await csvPost('/api/v1/products/import', tabs);
-  t.deepEqual(tabbed.body.data.import, { rows: 1, created: 1, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(tabbed.body.data.import, { rows: 1, created: 1, updated: 0, unchanged: 0, failed: 0, skipped: 0, notes: [], errors: [] });
 });
 
 test.serial('products: bad values are row errors naming the line and field; a SKU of another product is refused', async (t) => {
@@ -132,7 +132,7 @@ test.serial('products: a Shopify export is recognised and mapped', async (t) => 
   ].join('\n');
   const res = await multipartPost('/api/v1/products/import', csv);
   t.is(res.status, 200, res.text);
-  t.deepEqual(res.body.data.import, { rows: 4, created: 4, updated: 0, unchanged: 0, failed: 0, skipped: 1, errors: [] });
+  t.deepEqual(res.body.data.import, { rows: 4, created: 4, updated: 0, unchanged: 0, failed: 0, skipped: 1, notes: [], errors: [] });
   const shirt = await productBySku('ocean-blue-shirt');
   t.like(shirt, { name: 'Ocean Blue Shirt', brand: 'partners-demo', category: 'Shirts', status: 'active', description: '<p>Ocean blue cotton shirt, with a narrow collar.</p>' });
   t.deepEqual(shirt.variants.map((v: any) => [v.sku, v.name, v.price, v.attributes]), [
@@ -261,7 +261,7 @@ test.serial('orders: grouped into orders, totals in numeric, customers by email;
   const first = await csvPost('/api/v1/orders/import', csv);
   t.is(first.status, 200, first.text);
   t.deepEqual(first.body.data.import, {
-    rows: 4, created: 2, updated: 0, unchanged: 0, failed: 2, skipped: 0,
+    rows: 4, created: 2, updated: 0, unchanged: 0, failed: 2, skipped: 0, notes: [],
     // In line order: the order's own line (2) before the line that failed it (3).
     errors: [
       { row: 2, field: 'order', message: 'order 1001: not imported because line 3 failed.' },
@@ -270,7 +270,7 @@ test.serial('orders: grouped into orders, totals in numeric, customers by email;
   });
   const fixed = csv.replace('3.333', '3.33');
   const second = await csvPost('/api/v1/orders/import', fixed);
-  t.deepEqual(second.body.data.import, { rows: 4, created: 1, updated: 0, unchanged: 2, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(second.body.data.import, { rows: 4, created: 1, updated: 0, unchanged: 2, failed: 0, skipped: 0, notes: [], errors: [] });
   const list = (await owner.client.get('/api/v1/orders?q=1001')).body.data.orders;
   t.is(list.length, 1);
   const order = (await owner.client.get(`/api/v1/orders/${list[0].id}`)).body.data;
@@ -294,11 +294,11 @@ test.serial('orders: grouped into orders, totals in numeric, customers by email;
   t.deepEqual(customerEvents.map((e: any) => e.text).sort(), [JSON.stringify({ customer: customer }), JSON.stringify({ customer: bob })].sort());
 
   const third = await csvPost('/api/v1/orders/import', fixed);
-  t.deepEqual(third.body.data.import, { rows: 4, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(third.body.data.import, { rows: 4, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 0, notes: [], errors: [] });
   t.is((await events()).length, 3, 'an identical re-import emits nothing');
 
   const changed = await multipartPost('/api/v1/orders/import', fixed.replace('Pen,3,0.10', 'Pen,4,0.10'));
-  t.deepEqual(changed.body.data.import, { rows: 4, created: 0, updated: 1, unchanged: 2, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(changed.body.data.import, { rows: 4, created: 0, updated: 1, unchanged: 2, failed: 0, skipped: 0, notes: [], errors: [] });
   t.deepEqual((await events()).slice(3), ['order.updated']);
   const pen = (await owner.client.get('/api/v1/orders?q=X-2')).body.data.orders[0];
   t.is(pen.total, '0.40');
@@ -349,16 +349,16 @@ test.serial('big files: rows of later batches keep their line numbers and checks
   ];
   const first = await post('/api/v1/products/import', `${products.join('\n')}\n`);
   t.is(first.status, 200, first.text);
-  t.deepEqual(first.body.data.import, { rows: 12_000, created: 11_998, updated: 0, unchanged: 0, failed: 2, skipped: 0, errors: expectedErrors });
+  t.deepEqual(first.body.data.import, { rows: 12_000, created: 11_998, updated: 0, unchanged: 0, failed: 2, skipped: 0, notes: [], errors: expectedErrors });
   const again = await post('/api/v1/products/import', `${products.join('\n')}\n`);
-  t.deepEqual(again.body.data.import, { rows: 12_000, created: 0, updated: 0, unchanged: 11_998, failed: 2, skipped: 0, errors: expectedErrors });
+  t.deepEqual(again.body.data.import, { rows: 12_000, created: 0, updated: 0, unchanged: 11_998, failed: 2, skipped: 0, notes: [], errors: expectedErrors });
 
   // 4,000 orders of 3 items: batches end inside orders (5,000 is no multiple of 3), which must not split them.
   const orders = ['order_number,external_source,customer_email,sku,quantity,price'];
   for (let i = 0; i < 12_000; i++) orders.push(`${Math.floor(i / 3)},shop,c${Math.floor(i / 9)}@example.com,P${i % 4000}-0,${1 + (i % 3)},${(10 + (i % 7)).toFixed(2)}`);
   const placed = await post('/api/v1/orders/import', `${orders.join('\n')}\n`);
   t.is(placed.status, 200, placed.text);
-  t.deepEqual(placed.body.data.import, { rows: 12_000, created: 4000, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(placed.body.data.import, { rows: 12_000, created: 4000, updated: 0, unchanged: 0, failed: 0, skipped: 0, notes: [], errors: [] });
   const { rows } = await app.db.raw(
     `select count(*)::int as orders, count(*) filter (where (select count(*) from order_items i where i.order_id = o.id) = 3)::int as whole,
             (select count(*)::int from events e where e.workspace_id = ? and e.type = 'order.created') as events
@@ -367,5 +367,5 @@ test.serial('big files: rows of later batches keep their line numbers and checks
   );
   t.deepEqual(rows[0], { orders: 4000, whole: 4000, events: 4000 });
   const replaced = await post('/api/v1/orders/import', `${orders.join('\n')}\n`);
-  t.deepEqual(replaced.body.data.import, { rows: 12_000, created: 0, updated: 0, unchanged: 4000, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(replaced.body.data.import, { rows: 12_000, created: 0, updated: 0, unchanged: 4000, failed: 0, skipped: 0, notes: [], errors: [] });
 });

@@ -51,11 +51,11 @@ test.serial('products, before 2021: Type is the category, Published the status; 
   ]);
   const res = await csvPost('/api/v1/products/import', csv);
   t.is(res.status, 200, res.text);
-  t.deepEqual(res.body.data.import, { rows: 3, created: 3, updated: 0, unchanged: 0, failed: 0, skipped: 2, errors: [] });
+  t.deepEqual(res.body.data.import, { rows: 3, created: 3, updated: 0, unchanged: 0, failed: 0, skipped: 2, notes: [], errors: [] });
   t.like(await productBySku('linen-apron'), { name: 'Linen Apron', category: 'Aprons', status: 'draft', brand: 'Fold & Co', description: '<p>Stone-washed linen.</p>\n<p>Adjustable strap.</p>' });
   t.like(await productBySku('tea-towel'), { category: 'Towels', status: 'active' });
   const again = await csvPost('/api/v1/products/import', csv);
-  t.deepEqual(again.body.data.import, { rows: 3, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 2, errors: [] });
+  t.deepEqual(again.body.data.import, { rows: 3, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 2, notes: [], errors: [] });
 });
 
 test.serial('products, 2021: Custom Product Type, else the last segment of Standardized Product Type; an empty Status leaves it to Published', async (t) => {
@@ -67,7 +67,7 @@ test.serial('products, 2021: Custom Product Type, else the last segment of Stand
   ]);
   const res = await csvPost('/api/v1/products/import', csv);
   t.is(res.status, 200, res.text);
-  t.deepEqual(res.body.data.import, { rows: 4, created: 4, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(res.body.data.import, { rows: 4, created: 4, updated: 0, unchanged: 0, failed: 0, skipped: 0, notes: [], errors: [] });
   t.like(await productBySku('trail-runner'), { category: 'Running shoes', status: 'archived' });
   t.like(await productBySku('wool-socks'), { category: 'Socks', status: 'draft' });
   t.like(await productBySku('gift-card'), { category: null, status: 'active' });
@@ -81,7 +81,7 @@ test.serial('products, 2023: Type, else the last segment of Product Category; St
   ]);
   const res = await csvPost('/api/v1/products/import', csv);
   t.is(res.status, 200, res.text);
-  t.deepEqual(res.body.data.import, { rows: 2, created: 2, updated: 0, unchanged: 0, failed: 0, skipped: 1, errors: [] });
+  t.deepEqual(res.body.data.import, { rows: 2, created: 2, updated: 0, unchanged: 0, failed: 0, skipped: 1, notes: [], errors: [] });
   t.like(await productBySku('desk-lamp'), { category: 'Lamps', status: 'active', description: '<p>Brass, 40 cm.</p>' });
   t.like(await productBySku('bulb'), { category: 'Spare parts', status: 'draft' });
 });
@@ -98,7 +98,7 @@ test.serial('products: Body and Standard Product Type; a row error in a record o
   const res = await csvPost('/api/v1/products/import', csv);
   t.is(res.status, 200, res.text);
   t.deepEqual(res.body.data.import, {
-    rows: 4, created: 3, updated: 0, unchanged: 0, failed: 1, skipped: 1,
+    rows: 4, created: 3, updated: 0, unchanged: 0, failed: 1, skipped: 1, notes: [],
     errors: [{ row: 5, field: 'price', message: 'price: must have at most 2 decimal places.' }],
   });
   t.like(await productBySku('oak-board'), { category: 'Cutting Boards', description: 'Oiled oak.\nHand finished.', status: 'active' });
@@ -122,7 +122,7 @@ test.serial('orders, prices without tax: statuses, customers, discount, tax and 
   const res = await csvPost('/api/v1/orders/import', taxExcludedOrders);
   t.is(res.status, 200, res.text);
   t.deepEqual(res.body.data.import, {
-    rows: 7, created: 4, updated: 0, unchanged: 0, failed: 2, skipped: 0,
+    rows: 7, created: 4, updated: 0, unchanged: 0, failed: 2, skipped: 0, notes: [],
     errors: [
       { row: 8, field: 'Subtotal', message: 'Subtotal: the line items come to 23.00, less the discount of 0.00 that is 23.00, not the Subtotal of 25.00.' },
       { row: 9, field: 'order', message: 'order 5501234567894: not imported because line 8 failed.' },
@@ -158,7 +158,7 @@ test.serial('orders, prices with tax included: the total is Subtotal + Shipping,
   const res = await csvPost('/api/v1/orders/import', taxIncludedOrders);
   t.is(res.status, 200, res.text);
   t.deepEqual(res.body.data.import, {
-    rows: 5, created: 3, updated: 0, unchanged: 0, failed: 1, skipped: 0,
+    rows: 5, created: 3, updated: 0, unchanged: 0, failed: 1, skipped: 0, notes: [],
     errors: [{ row: 6, field: 'Total', message: 'Total: 55.00 is neither Subtotal + Shipping + Taxes (52.38) nor, with taxes included in the prices, Subtotal + Shipping (50.00).' }],
   });
   const dubai = await orderByNumber('#2001');

@@ -69,7 +69,7 @@ test('plain mode: summary on stdout, progress on stderr; a re-import is unchange
 
   const again = await runCli(['import', 'products', csv, '--workspace', 'acme', '--json'], { env });
   t.is(again.code, 0, again.stderr);
-  t.deepEqual(JSON.parse(again.stdout), { rows: 3, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(JSON.parse(again.stdout), { rows: 3, created: 0, updated: 0, unchanged: 3, failed: 0, skipped: 0, notes: [], errors: [] });
 
   const bad = file('bad.csv', withErrors);
   const dry = await runCli(['import', 'products', bad, '--workspace', 'acme', '--dry-run'], { env });
@@ -101,7 +101,7 @@ test('orders from standard input; usage errors exit 2; a missing file is one lin
   const { env, dir } = await setUp(t);
   const first = await runWithInput(['import', 'orders', '-', '--workspace', 'acme', '--json'], orders, env);
   t.is(first.code, 0, first.stderr);
-  t.deepEqual(JSON.parse(first.stdout), { rows: 3, created: 2, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(JSON.parse(first.stdout), { rows: 3, created: 2, updated: 0, unchanged: 0, failed: 0, skipped: 0, notes: [], errors: [] });
   const again = await runWithInput(['import', 'orders', '-', '--workspace', 'acme'], orders, env);
   t.is(again.code, 0, again.stderr);
   t.regex(again.stdout.trim(), /^3 rows read from the orders file in \d+\.\d s: 0 created, 0 updated, 2 unchanged \(orders\), 0 rows failed\.$/);
@@ -264,7 +264,7 @@ test('through quoting serve, the CLI reads the file itself and streams it: a pat
   // /dev/fd/3 is this process's fd 3: in the server, the same path is one of its own descriptors (or none).
   const byFd = await runWithFd3(['import', 'products', '/dev/fd/3', '--workspace', 'acme', '--json'], file('fd.csv', products), env, os.tmpdir());
   t.is(byFd.code, 0, byFd.stderr);
-  t.deepEqual(JSON.parse(byFd.stdout), { rows: 3, created: 3, updated: 0, unchanged: 0, failed: 0, skipped: 0, errors: [] });
+  t.deepEqual(JSON.parse(byFd.stdout), { rows: 3, created: 3, updated: 0, unchanged: 0, failed: 0, skipped: 0, notes: [], errors: [] });
 
   // Relative to the caller's directory, which is not the server's.
   file('relative.csv', products.replace(/TEE/g, 'CAP').replace(/MUG/g, 'BOWL'));
