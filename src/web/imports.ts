@@ -119,6 +119,7 @@ function counts(report: ImportReport, dryRun: boolean): Html {
   <div><dt>${would('updated')}</dt><dd>${count(report.updated)}</dd></div>
   <div><dt>Unchanged</dt><dd>${count(report.unchanged)}</dd></div>
   <div><dt>Rows with errors</dt><dd>${count(report.failed)}</dd></div>
+  ${report.skipped ? html`<div><dt>Skipped (no variant of their own)</dt><dd>${count(report.skipped)}</dd></div>` : ''}
 </dl>`;
 }
 

@@ -156,6 +156,7 @@ test.serial('a product CSV with errors: the dry run lists the bad lines with fie
   t.true(done.includes('Created 2'), done);
   t.true(done.includes(`Rows not imported ${api.errors.length}`), done);
   t.false(done.includes('Notes by line'), 'a file without notes has no notes part');
+  t.false(done.includes('Skipped'), 'a file without skipped rows shows no count of them');
   t.like(await productBySku(owner.client, `${p}-1`), { name: 'Good lamp' });
   t.like(await productBySku(owner.client, `${p}-4`), { name: 'Good chair' });
   t.is(await productBySku(owner.client, `${p}-2`), undefined);
@@ -178,6 +179,7 @@ test.serial('a WooCommerce export: the dry run and the import list the notes of 
   t.true(text.includes(`Notes by line ${wooCatalogueNotes.length}`), text);
   for (const note of wooCatalogueNotes) t.true(text.includes(`${note.row} ${note.field} ${note.message}`), JSON.stringify(note));
   t.true(text.includes('Import 10 rows'), text);
+  t.true(text.includes('Skipped (no variant of their own) 2'), 'the variable products\' own rows are counted as skipped');
 
   t.is((await postForm(owner.client, `/app/imports/${id}/apply`, {})).status, 303);
   t.deepEqual((await settle(owner.client, id)).at(-1), 'done');
