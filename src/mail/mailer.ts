@@ -15,13 +15,21 @@ export interface Mailer {
   close(): void;
 }
 
+/**
+ * How long a mail may wait on the SMTP server, in ms: a quote's send holds its transaction (and the quote's row) until
+ * the mail is accepted, so a server that stops answering must end in a 502, not hold them for nodemailer's defaults
+ * (2 minutes to connect, 10 of silence).
+ */
+export const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, dnsTimeout: 10_000, socketTimeout: 20_000 };
+
 /** SMTP through nodemailer, or null when SMTP_URL is unset (mail-dependent operations then answer 503). */
 export function createMailer(smtpUrl: string | undefined, from: string): Mailer | null {
   if (!smtpUrl) return null;
   let transport: Promise<Transporter> | undefined;
   const connect = async () => {
     const nodemailer = await import('nodemailer');
-    return nodemailer.createTransport(smtpUrl, { from });
+    // Settings the URL gives (its query string) win over these.
+    return nodemailer.createTransport({ ...SMTP_TIMEOUTS, url: smtpUrl }, { from });
   };
   return {
     async send(mail) {
