@@ -53,8 +53,8 @@ export async function numberedPage<T>(
 /**
  * The select of a page's rows, each its `json` text: newest first, or, after the previous link's cursor (`after`),
  * oldest first (the caller reverses them). A cursor reads the page by id from where the link says it starts, however
- * deep: no rows are skipped. `json` is written for the page's rows alone, outside the select that finds them, so the
- * rows an offset skips are never rendered.
+ * deep: no rows are skipped. A page number alone skips the rows before it by id (see below). `json` is written for
+ * the page's rows alone, outside the select that finds them, so skipped rows are never rendered.
  */
 export function pageRowsQuery(
   db: Db,
@@ -63,9 +63,13 @@ export function pageRowsQuery(
 ): Knex.QueryBuilder {
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const { before, after } = opts.cursor ?? {};
+  const skip = (pageNumber(opts.page, size) - 1) * size;
   const query = before !== undefined ? base().where(opts.idColumn, '<', before).orderBy(opts.idColumn, 'desc')
     : after !== undefined ? base().where(opts.idColumn, '>', after).orderBy(opts.idColumn, 'asc')
-    : base().orderBy(opts.idColumn, 'desc').offset((pageNumber(opts.page, size) - 1) * size);
+    : skip === 0 ? base().orderBy(opts.idColumn, 'desc')
+    // A page number without its cursor: the skipped rows are counted by their ids alone (an index-only scan when
+    // the filters allow), and the page read from the first id after them, as its cursor would.
+    : base().where(opts.idColumn, '<=', base().select(opts.idColumn).orderBy(opts.idColumn, 'desc').offset(skip).limit(1)).orderBy(opts.idColumn, 'desc');
   const alias = opts.idColumn.split('.')[0];
   return db.select(db.raw(`(${opts.json})::text as json`)).from(query.limit(size).select(`${alias}.*`).as(alias));
 }
