@@ -47,7 +47,7 @@ export async function listMembers(db: Db, access: Access): Promise<Member[]> {
 export async function pendingInvites(db: Db, access: Access): Promise<Invite[]> {
   return (await scoped(db, 'invites', access.workspaceId)
     .whereNull('accepted_at')
-    .where('expires_at', '>', db.fn.now())
+    .where('expires_at', '>', db.raw('statement_timestamp()'))
     .orderBy('id', 'desc')
     .select('id', 'workspace_id', 'email', 'role', 'expires_at', 'accepted_at', 'created_at')) as Invite[];
 }

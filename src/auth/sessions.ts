@@ -135,7 +135,7 @@ export async function deleteUserSessions(db: Db, userId: number): Promise<void> 
 
 /** How many other live sessions the user has (other browsers, other devices). */
 export async function otherSessionCount(db: Db, userId: number, sessionId: number): Promise<number> {
-  const row = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).where('expires_at', '>', db.fn.now()).first(db.raw('count(*)::int as n'));
+  const row = await db('sessions').where({ user_id: userId }).whereNot({ id: sessionId }).where('expires_at', '>', db.raw('statement_timestamp()')).first(db.raw('count(*)::int as n'));
   return (row as { n: number }).n;
 }
 
