@@ -1,0 +1,131 @@
+/**
+ * Shopify exports against the service's own CSV columns, on the real app (`node bin/quoting serve`): a `--rows`
+ * (50,000) row Shopify product export (products_export.csv: 1 to 8 variants per product through Option1/Option2
+ * Value, a product's later rows with Title and the product's columns empty, Body (HTML) with commas, quotes and line
+ * breaks, drafts, variants without a SKU, a few image-only rows) and the same catalogue in the own product columns;
+ * a `--rows` line-item Shopify orders export (orders_export.csv, all its columns; 1 to 4 items per order) and the
+ * same orders in the own order columns (shopify-imports-data.ts). Each file is posted as raw text/csv to
+ * `POST /api/v1/products/import` or `/orders/import`, into a fresh workspace every time, alternating own, Shopify,
+ * own, Shopify, for `--rounds` rounds on PostgreSQL and `--pglite-rounds` on the embedded database. Reported: the
+ * ratio Shopify ÷ own per round (min / median / max), each side's time, and the server's RSS growth during each
+ * import (peak − RSS before the request) and over the run. Targets: ≤ 1.3 ×, RSS growth < 100 MB.
+ *   node dist/bench/shopify-imports.js [--rows 50000] [--rounds 5] [--pglite-rounds 1] [--db postgres,embedded] [--sample-ms 10]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { mb, MB, readStatus, startSampler } from './rss.js';
+import { orderFiles, productFiles } from './shopify-imports-data.js';
+import {
+  benchArgs, databasesOption, dbName, fmt, freshTarget, loadAverage, note, onCleanup, printTable, roundsOption, runBench, signUp, spread, startServe,
+  type ChildServer, type DbKind,
+} from './lib.js';
+
+const { values } = benchArgs('shopify-imports.js', {
+  rows: { type: 'string', default: '50000' },
+  rounds: { type: 'string', default: '5' },
+  'pglite-rounds': { type: 'string', default: '1' },
+  db: { type: 'string', default: 'postgres,embedded' },
+  'sample-ms': { type: 'string', default: '10' },
+});
+const rows = Number(values.rows);
+/** PostgreSQL rounds: at least 3 (min / median / max); the embedded database's are slower, and 1 is allowed. */
+const roundsOf = (kind: DbKind) => (kind === 'postgres' ? roundsOption(values.rounds) : Number(values['pglite-rounds']));
+const sampleMs = Number(values['sample-ms']);
+const TARGETS = { ratio: 1.3, rssGrowthMb: 100 };
+
+type Report = Record<string, number>;
+
+async function postImport(server: ChildServer, kind: string, file: string): Promise<{ ms: number; rssGrowth: number; report: Report }> {
+  const { cookie } = await signUp(server.url);
+  const pid = server.child.pid!;
+  const before = readStatus(pid, 'VmRSS');
+  const sampler = await startSampler(pid, sampleMs);
+  const started = performance.now();
+  const res = await fetch(`${server.url}/api/v1/${kind}/import`, {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'text/csv' },
+    body: fs.createReadStream(file) as unknown as BodyInit,
+    duplex: 'half',
+  } as RequestInit);
+  const text = await res.text();
+  const ms = performance.now() - started;
+  const { peak } = await sampler.stop();
+  if (res.status !== 200) throw new Error(`${kind} import of ${path.basename(file)} answered ${res.status}: ${text.slice(0, 300)}`);
+  const { errors, ...report } = JSON.parse(text).data.import;
+  if (errors.length) throw new Error(`${kind} import of ${path.basename(file)} had row errors: ${JSON.stringify(errors.slice(0, 3))}`);
+  return { ms, rssGrowth: Math.max(0, peak - before), report };
+}
+
+interface Side {
+  ms: number[];
+  rss: number[];
+  report?: Report;
+}
+
+runBench(async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quoting-bench-shopify-'));
+  onCleanup(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  const catalogue = productFiles(rows);
+  const orders = orderFiles(rows);
+  const files = {
+    products: { own: path.join(dir, 'products.csv'), shopify: path.join(dir, 'products_export.csv') },
+    orders: { own: path.join(dir, 'orders.csv'), shopify: path.join(dir, 'orders_export.csv') },
+  };
+  fs.writeFileSync(files.products.own, catalogue.own);
+  fs.writeFileSync(files.products.shopify, catalogue.shopify);
+  fs.writeFileSync(files.orders.own, orders.own);
+  fs.writeFileSync(files.orders.shopify, orders.shopify);
+  const size = (file: string) => mb(fs.statSync(file).size);
+  note(
+    `products: ${catalogue.products} products, ${catalogue.variants} variants; Shopify ${rows} rows (${catalogue.imageRows} image-only) ${size(files.products.shopify)}, own ${catalogue.variants} rows ${size(files.products.own)}`,
+  );
+  note(`orders: ${orders.orders} orders, ${rows} items, ${orders.customers} customers; Shopify ${size(files.orders.shopify)}, own ${size(files.orders.own)}`);
+
+  for (const db of databasesOption(values.db)) {
+    const rounds = roundsOf(db);
+    if (rounds < 1) continue;
+    note(`\n${dbName(db)}: load average before: ${loadAverage()}`);
+    const server = await startServe(await freshTarget(db));
+    const pid = server.child.pid!;
+    const startRss = readStatus(pid, 'VmRSS');
+    const results = { products: { own: { ms: [], rss: [] } as Side, shopify: { ms: [], rss: [] } as Side }, orders: { own: { ms: [], rss: [] } as Side, shopify: { ms: [], rss: [] } as Side } };
+    for (let round = 1; round <= rounds; round++) {
+      for (const kind of ['products', 'orders'] as const) {
+        for (const format of ['own', 'shopify'] as const) {
+          const side = results[kind][format];
+          const measured = await postImport(server, kind, files[kind][format]);
+          side.ms.push(measured.ms);
+          side.rss.push(measured.rssGrowth);
+          side.report = measured.report;
+        }
+        const { own, shopify } = results[kind];
+        note(
+          `round ${round} ${kind}: own ${fmt(own.ms.at(-1)!)} ms ${JSON.stringify(own.report)} (RSS +${fmt(own.rss.at(-1)! / MB)} MB), ` +
+            `Shopify ${fmt(shopify.ms.at(-1)!)} ms ${JSON.stringify(shopify.report)} (RSS +${fmt(shopify.rss.at(-1)! / MB)} MB)`,
+        );
+        // The two files hold the same records: the same rows imported, created and failed (the image rows skipped).
+        for (const key of ['rows', 'created', 'failed'] as const) {
+          if (own.report![key] !== shopify.report![key]) throw new Error(`${kind}: own ${key} ${own.report![key]}, Shopify ${shopify.report![key]}`);
+        }
+      }
+    }
+    const endRss = readStatus(pid, 'VmRSS');
+    const row = (kind: 'products' | 'orders') => {
+      const { own, shopify } = results[kind];
+      const ratios = shopify.ms.map((ms, i) => ms / own.ms[i]);
+      const worstRss = Math.max(...shopify.rss) / MB;
+      return [
+        kind, spread(own.ms), spread(shopify.ms), spread(ratios, 2), Math.max(...ratios) <= TARGETS.ratio ? 'yes' : 'NO',
+        fmt(Math.max(...own.rss) / MB), fmt(worstRss), worstRss < TARGETS.rssGrowthMb ? 'yes' : 'NO',
+      ];
+    };
+    printTable(`${dbName(db)}, ${rows} rows, ${rounds} round(s), each import into a fresh workspace (min / median / max)`, [
+      ['', 'own ms', 'Shopify ms', 'Shopify ÷ own', `≤ ${TARGETS.ratio}`, 'own RSS growth MB (max)', 'Shopify RSS growth MB (max)', `< ${TARGETS.rssGrowthMb}`],
+      row('products'),
+      row('orders'),
+    ]);
+    note(`server RSS: ${mb(startRss)} at start, ${mb(endRss)} after the last import; load average after: ${loadAverage()}`);
+    await server.stop();
+  }
+});
