@@ -9,7 +9,7 @@
  * own, Shopify, for `--rounds` rounds on PostgreSQL and `--pglite-rounds` on the embedded database. Reported: the
  * ratio Shopify ÷ own per round (min / median / max), each side's time, and the server's RSS growth during each
  * import (peak − RSS before the request) and over the run. Targets: ≤ 1.3 ×, RSS growth < 100 MB.
- *   node dist/bench/shopify-imports.js [--rows 50000] [--rounds 5] [--pglite-rounds 1] [--db postgres,embedded] [--sample-ms 10]
+ *   node dist/bench/shopify-imports.js [--rows 50000] [--rounds 5] [--pglite-rounds 1] [--db postgres,embedded] [--kinds products,orders] [--sample-ms 10]
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,12 +26,15 @@ const { values } = benchArgs('shopify-imports.js', {
   rounds: { type: 'string', default: '5' },
   'pglite-rounds': { type: 'string', default: '1' },
   db: { type: 'string', default: 'postgres,embedded' },
+  kinds: { type: 'string', default: 'products,orders' },
   'sample-ms': { type: 'string', default: '10' },
 });
 const rows = Number(values.rows);
 /** PostgreSQL rounds: at least 3 (min / median / max); the embedded database's are slower, and 1 is allowed. */
 const roundsOf = (kind: DbKind) => (kind === 'postgres' ? roundsOption(values.rounds) : Number(values['pglite-rounds']));
 const sampleMs = Number(values['sample-ms']);
+const kinds = values.kinds.split(',').map((k) => k.trim()) as ('products' | 'orders')[];
+for (const kind of kinds) if (kind !== 'products' && kind !== 'orders') throw new Error(`--kinds: "${kind}" is neither products nor orders`);
 const TARGETS = { ratio: 1.3, rssGrowthMb: 100 };
 
 type Report = Record<string, number>;
@@ -91,7 +94,7 @@ runBench(async () => {
     const startRss = readStatus(pid, 'VmRSS');
     const results = { products: { own: { ms: [], rss: [] } as Side, shopify: { ms: [], rss: [] } as Side }, orders: { own: { ms: [], rss: [] } as Side, shopify: { ms: [], rss: [] } as Side } };
     for (let round = 1; round <= rounds; round++) {
-      for (const kind of ['products', 'orders'] as const) {
+      for (const kind of kinds) {
         for (const format of ['own', 'shopify'] as const) {
           const side = results[kind][format];
           const measured = await postImport(server, kind, files[kind][format]);
@@ -122,8 +125,7 @@ runBench(async () => {
     };
     printTable(`${dbName(db)}, ${rows} rows, ${rounds} round(s), each import into a fresh workspace (min / median / max)`, [
       ['', 'own ms', 'Shopify ms', 'Shopify ÷ own', `≤ ${TARGETS.ratio}`, 'own RSS growth MB (max)', 'Shopify RSS growth MB (max)', `< ${TARGETS.rssGrowthMb}`],
-      row('products'),
-      row('orders'),
+      ...kinds.map(row),
     ]);
     note(`server RSS: ${mb(startRss)} at start, ${mb(endRss)} after the last import; load average after: ${loadAverage()}`);
     await server.stop();
