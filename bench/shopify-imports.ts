@@ -7,7 +7,8 @@
  * same orders in the own order columns (shopify-imports-data.ts). Each file is posted as raw text/csv to
  * `POST /api/v1/products/import` or `/orders/import`, into a fresh workspace every time, alternating own, Shopify,
  * own, Shopify, for `--rounds` rounds on PostgreSQL and `--pglite-rounds` on the embedded database. Reported: the
- * ratio Shopify ÷ own per round (min / median / max), each side's time, and the server's RSS growth during each
+ * ratio Shopify ÷ own per round (min / median / max), each side's time, the ratio of the server's CPU time (all its
+ * threads; the steadier figure on a shared machine), and the server's RSS growth during each
  * import (peak − RSS before the request) and over the run. Targets: ≤ 1.3 ×, RSS growth < 100 MB.
  *   node dist/bench/shopify-imports.js [--rows 50000] [--rounds 5] [--pglite-rounds 1] [--db postgres,embedded] [--kinds products,orders] [--sample-ms 10]
  */
@@ -17,7 +18,7 @@ import path from 'node:path';
 import { mb, MB, readStatus, startSampler } from './rss.js';
 import { orderFiles, productFiles } from './shopify-imports-data.js';
 import {
-  benchArgs, databasesOption, dbName, fmt, freshTarget, loadAverage, note, onCleanup, printTable, roundsOption, runBench, signUp, spread, startServe,
+  benchArgs, cpuMs, databasesOption, dbName, fmt, freshTarget, loadAverage, note, onCleanup, printTable, roundsOption, runBench, signUp, spread, startServe,
   type ChildServer, type DbKind,
 } from './lib.js';
 
@@ -39,11 +40,12 @@ const TARGETS = { ratio: 1.3, rssGrowthMb: 100 };
 
 type Report = Record<string, number>;
 
-async function postImport(server: ChildServer, kind: string, file: string): Promise<{ ms: number; rssGrowth: number; report: Report }> {
+async function postImport(server: ChildServer, kind: string, file: string): Promise<{ ms: number; cpu: number; rssGrowth: number; report: Report }> {
   const { cookie } = await signUp(server.url);
   const pid = server.child.pid!;
   const before = readStatus(pid, 'VmRSS');
   const sampler = await startSampler(pid, sampleMs);
+  const cpuBefore = cpuMs(pid);
   const started = performance.now();
   const res = await fetch(`${server.url}/api/v1/${kind}/import`, {
     method: 'POST',
@@ -53,15 +55,18 @@ async function postImport(server: ChildServer, kind: string, file: string): Prom
   } as RequestInit);
   const text = await res.text();
   const ms = performance.now() - started;
+  const cpu = cpuMs(pid) - cpuBefore;
   const { peak } = await sampler.stop();
   if (res.status !== 200) throw new Error(`${kind} import of ${path.basename(file)} answered ${res.status}: ${text.slice(0, 300)}`);
   const { errors, ...report } = JSON.parse(text).data.import;
   if (errors.length) throw new Error(`${kind} import of ${path.basename(file)} had row errors: ${JSON.stringify(errors.slice(0, 3))}`);
-  return { ms, rssGrowth: Math.max(0, peak - before), report };
+  return { ms, cpu, rssGrowth: Math.max(0, peak - before), report };
 }
 
 interface Side {
   ms: number[];
+  /** The server's CPU time (all its threads), steadier than wall time on a shared machine. */
+  cpu: number[];
   rss: number[];
   report?: Report;
 }
@@ -92,20 +97,21 @@ runBench(async () => {
     const server = await startServe(await freshTarget(db));
     const pid = server.child.pid!;
     const startRss = readStatus(pid, 'VmRSS');
-    const results = { products: { own: { ms: [], rss: [] } as Side, shopify: { ms: [], rss: [] } as Side }, orders: { own: { ms: [], rss: [] } as Side, shopify: { ms: [], rss: [] } as Side } };
+    const results = { products: { own: { ms: [], cpu: [], rss: [] } as Side, shopify: { ms: [], cpu: [], rss: [] } as Side }, orders: { own: { ms: [], cpu: [], rss: [] } as Side, shopify: { ms: [], cpu: [], rss: [] } as Side } };
     for (let round = 1; round <= rounds; round++) {
       for (const kind of kinds) {
         for (const format of ['own', 'shopify'] as const) {
           const side = results[kind][format];
           const measured = await postImport(server, kind, files[kind][format]);
           side.ms.push(measured.ms);
+          side.cpu.push(measured.cpu);
           side.rss.push(measured.rssGrowth);
           side.report = measured.report;
         }
         const { own, shopify } = results[kind];
         note(
-          `round ${round} ${kind}: own ${fmt(own.ms.at(-1)!)} ms ${JSON.stringify(own.report)} (RSS +${fmt(own.rss.at(-1)! / MB)} MB), ` +
-            `Shopify ${fmt(shopify.ms.at(-1)!)} ms ${JSON.stringify(shopify.report)} (RSS +${fmt(shopify.rss.at(-1)! / MB)} MB)`,
+          `round ${round} ${kind}: own ${fmt(own.ms.at(-1)!)} ms, CPU ${fmt(own.cpu.at(-1)!)} ms ${JSON.stringify(own.report)} (RSS +${fmt(own.rss.at(-1)! / MB)} MB), ` +
+            `Shopify ${fmt(shopify.ms.at(-1)!)} ms, CPU ${fmt(shopify.cpu.at(-1)!)} ms ${JSON.stringify(shopify.report)} (RSS +${fmt(shopify.rss.at(-1)! / MB)} MB)`,
         );
         // The two files hold the same records: the same rows imported, created and failed (the image rows skipped).
         for (const key of ['rows', 'created', 'failed'] as const) {
@@ -117,14 +123,15 @@ runBench(async () => {
     const row = (kind: 'products' | 'orders') => {
       const { own, shopify } = results[kind];
       const ratios = shopify.ms.map((ms, i) => ms / own.ms[i]);
+      const cpuRatios = shopify.cpu.map((cpu, i) => cpu / own.cpu[i]);
       const worstRss = Math.max(...shopify.rss) / MB;
       return [
-        kind, spread(own.ms), spread(shopify.ms), spread(ratios, 2), Math.max(...ratios) <= TARGETS.ratio ? 'yes' : 'NO',
+        kind, spread(own.ms), spread(shopify.ms), spread(ratios, 2), Math.max(...ratios) <= TARGETS.ratio ? 'yes' : 'NO', spread(cpuRatios, 2),
         fmt(Math.max(...own.rss) / MB), fmt(worstRss), worstRss < TARGETS.rssGrowthMb ? 'yes' : 'NO',
       ];
     };
     printTable(`${dbName(db)}, ${rows} rows, ${rounds} round(s), each import into a fresh workspace (min / median / max)`, [
-      ['', 'own ms', 'Shopify ms', 'Shopify ÷ own', `≤ ${TARGETS.ratio}`, 'own RSS growth MB (max)', 'Shopify RSS growth MB (max)', `< ${TARGETS.rssGrowthMb}`],
+      ['', 'own ms', 'Shopify ms', 'Shopify ÷ own', `≤ ${TARGETS.ratio}`, 'server CPU Shopify ÷ own', 'own RSS growth MB (max)', 'Shopify RSS growth MB (max)', `< ${TARGETS.rssGrowthMb}`],
       ...kinds.map(row),
     ]);
     note(`server RSS: ${mb(startRss)} at start, ${mb(endRss)} after the last import; load average after: ${loadAverage()}`);
