@@ -43,7 +43,7 @@ export type ByteSource = AsyncIterable<Buffer | string> | Readable;
 /**
  * Opens a CSV stream: the header line is read first and decides the delimiter (`,`, `;` or tab,
  * whichever it holds most often outside quotes), then csv-parse reads the rest record by record,
- * so only one batch of rows is ever held. A UTF-8 BOM, CRLF, quoted fields with commas, quotes and
+ * so only one batch of rows is ever held. A UTF-8 BOM, LF, CRLF and CR (mixed too), quoted fields with commas, quotes and
  * newlines are handled by csv-parse; empty lines and rows whose cells are all empty are skipped (and counted as lines).
  * More than MAX_IMPORT_BYTES throws TooLarge, more than MAX_IMPORT_ROWS a 422; both stop reading.
  */
@@ -205,6 +205,8 @@ export function csvOptions(delimiter: string): Options {
   return {
     // trim: whitespace around a quoted cell is dropped (a hand-aligned export's); QuoteGuard has made any other text after a closing quote a marked cell.
     delimiter, bom: true, skip_empty_lines: false, relax_column_count: true, relax_quotes: true, trim: true,
+    // Any line ending ends a record, mixed in one file too (csv-parse alone takes the first one it meets for all).
+    record_delimiter: ['\r\n', '\n', '\r'],
     // A line is cut at MAX_RECORD_BYTES before the parser sees it; this stops a quoted cell whose lines together pass it.
     max_record_size: MAX_RECORD_BYTES + CUT_MARK.length,
   };

@@ -8,7 +8,7 @@ import { useOwnerApp } from '../helpers/fixture.js';
 /**
  * Property-based: valid values (commas, quotes, line breaks, tabs, unicode, spaces at either end inside quotes),
  * written with random quoting (quoted or not where a spreadsheet may leave a cell unquoted), spaces and tabs before
- * an opening and after a closing quote, LF, CRLF or CR line endings, blank lines, a trailing line break or none, a
+ * an opening and after a closing quote, LF, CRLF or CR line endings (mixed in one file too), blank lines, a trailing line break or none, a
  * BOM or none, the delimiter `,`, `;` or tab, read back as they were written: by the import's reader (openCsv, the
  * bytes cut into random chunks), each row named by the line it starts on, and counted as a row by the row limit's
  * count before an import (a cell's own lines are not rows); and through POST /products/import, each
@@ -41,17 +41,30 @@ const textValue = fc.string({ unit: fc.constantFrom(...tricky.filter((c) => c !=
 
 interface Layout {
   delimiter: ',' | ';' | '\t';
-  newline: '\n' | '\r\n' | '\r';
+  /** `mixed`: each line ends with one of the three, as `mixes` picks (a file edited on two systems). */
+  newline: '\n' | '\r\n' | '\r' | 'mixed';
+  mixes: number[];
   bom: boolean;
   trailingNewline: boolean;
 }
 
 const layout: fc.Arbitrary<Layout> = fc.record({
   delimiter: fc.constantFrom(',', ';', '\t'),
-  newline: fc.constantFrom('\n', '\r\n', '\r'),
+  newline: fc.constantFrom('\n', '\r\n', '\r', 'mixed'),
+  mixes: fc.array(fc.nat(2), { minLength: 1, maxLength: 12 }),
   bom: fc.boolean(),
   trailingNewline: fc.boolean(),
 });
+
+/** The line endings after each of `lines` lines; a blank line ends as the line before it (CR, blank, LF would be one CRLF). */
+function lineEndings(lines: string[], l: Layout): string[] {
+  const endings: string[] = [];
+  lines.forEach((line, k) => {
+    const picked = l.newline === 'mixed' ? ['\n', '\r\n', '\r'][l.mixes[k % l.mixes.length]] : l.newline;
+    endings.push(line === '' && k > 0 ? endings[k - 1] : picked);
+  });
+  return endings;
+}
 
 /** How one cell is written: quoted or not (when it may be left unquoted), whitespace before and after its quotes. */
 const cellStyle: fc.Arbitrary<CellStyle> = fc.record({
@@ -103,7 +116,9 @@ function writeFile(header: string[], rows: string[][], styles: CellStyle[][], bl
     line += breaks(written);
     out.push(written);
   });
-  return { text: (l.bom ? '\uFEFF' : '') + out.join(l.newline) + (l.trailingNewline ? l.newline : ''), lines };
+  const endings = lineEndings(out, l);
+  const text = out.map((line, k) => line + (k < out.length - 1 || l.trailingNewline ? endings[k] : '')).join('');
+  return { text: (l.bom ? '\uFEFF' : '') + text, lines };
 }
 
 /** The bytes in chunks cut at the given points (inside a character, a CRLF or a quote pair, as a network delivers them). */
