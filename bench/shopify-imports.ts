@@ -9,7 +9,8 @@
  * own, Shopify, for `--rounds` rounds on PostgreSQL and `--pglite-rounds` on the embedded database. Reported: the
  * ratio Shopify ÷ own per round (min / median / max), each side's time, the ratio of the server's CPU time (all its
  * threads; the steadier figure on a shared machine), and the server's RSS growth during each
- * import (peak − RSS before the request) and over the run. Targets: ≤ 1.3 ×, RSS growth < 100 MB.
+ * import (peak − RSS before the request) and over the run. Targets: ≤ 1.3 ×, RSS growth < 100 MB. After the first
+ * round, the two workspaces of each kind are checked to hold the same records (GET /products, /orders).
  *   node dist/bench/shopify-imports.js [--rows 50000] [--rounds 5] [--pglite-rounds 1] [--db postgres,embedded] [--kinds products,orders] [--sample-ms 10]
  */
 import fs from 'node:fs';
@@ -40,7 +41,7 @@ const TARGETS = { ratio: 1.3, rssGrowthMb: 100 };
 
 type Report = Record<string, number>;
 
-async function postImport(server: ChildServer, kind: string, file: string): Promise<{ ms: number; cpu: number; rssGrowth: number; report: Report }> {
+async function postImport(server: ChildServer, kind: string, file: string): Promise<{ ms: number; cpu: number; rssGrowth: number; report: Report; cookie: string }> {
   const { cookie } = await signUp(server.url);
   const pid = server.child.pid!;
   const before = readStatus(pid, 'VmRSS');
@@ -60,7 +61,34 @@ async function postImport(server: ChildServer, kind: string, file: string): Prom
   if (res.status !== 200) throw new Error(`${kind} import of ${path.basename(file)} answered ${res.status}: ${text.slice(0, 300)}`);
   const { errors, ...report } = JSON.parse(text).data.import;
   if (errors.length) throw new Error(`${kind} import of ${path.basename(file)} had row errors: ${JSON.stringify(errors.slice(0, 3))}`);
-  return { ms, cpu, rssGrowth: Math.max(0, peak - before), report };
+  return { ms, cpu, rssGrowth: Math.max(0, peak - before), report, cookie };
+}
+
+/**
+ * Keys that differ between two workspaces holding the same records (ids, times), and an order's discount, tax and
+ * total, which only the Shopify export gives.
+ */
+const unlike = new Set(['id', 'product_id', 'customer_id', 'created_at', 'updated_at', 'discount_amount', 'tax_amount', 'total']);
+const comparable = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(comparable)
+    : value && typeof value === 'object'
+      ? Object.fromEntries(Object.entries(value).filter(([key]) => !unlike.has(key)).map(([key, v]) => [key, comparable(v)]))
+      : value;
+
+/** Both workspaces' lists (every record, ordered by id) hold the same records: the two files say the same. */
+async function checkSameRecords(server: ChildServer, kind: 'products' | 'orders', own: string, shopify: string): Promise<void> {
+  const list = async (cookie: string) => {
+    const res = await fetch(`${server.url}/api/v1/${kind}`, { headers: { cookie } });
+    if (res.status !== 200) throw new Error(`GET /${kind} answered ${res.status}`);
+    return comparable((await res.json()).data[kind]) as unknown[];
+  };
+  const [a, b] = [await list(own), await list(shopify)];
+  const differ = a.findIndex((record, i) => JSON.stringify(record) !== JSON.stringify(b[i]));
+  if (a.length !== b.length || differ !== -1) {
+    throw new Error(`${kind}: the own file stored ${a.length}, the Shopify export ${b.length}; first difference: ${JSON.stringify(a[differ])} against ${JSON.stringify(b[differ])}`);
+  }
+  note(`${kind}: both workspaces hold the same ${a.length} records (ids, times and the orders' discount, tax and total aside)`);
 }
 
 interface Side {
@@ -69,6 +97,8 @@ interface Side {
   cpu: number[];
   rss: number[];
   report?: Report;
+  /** The session of the workspace the last import went into. */
+  cookie?: string;
 }
 
 runBench(async () => {
@@ -107,7 +137,9 @@ runBench(async () => {
           side.cpu.push(measured.cpu);
           side.rss.push(measured.rssGrowth);
           side.report = measured.report;
+          side.cookie = measured.cookie;
         }
+        if (round === 1) await checkSameRecords(server, kind, results[kind].own.cookie!, results[kind].shopify.cookie!);
         const { own, shopify } = results[kind];
         note(
           `round ${round} ${kind}: own ${fmt(own.ms.at(-1)!)} ms, CPU ${fmt(own.cpu.at(-1)!)} ms ${JSON.stringify(own.report)} (RSS +${fmt(own.rss.at(-1)! / MB)} MB), ` +
