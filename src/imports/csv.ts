@@ -43,7 +43,7 @@ export type ByteSource = AsyncIterable<Buffer | string> | Readable;
 /**
  * Opens a CSV stream: the header line is read first and decides the delimiter (`,`, `;` or tab,
  * whichever it holds most often outside quotes), then csv-parse reads the rest record by record,
- * so only one batch of rows is ever held. A UTF-8 BOM, CRLF, quoted fields with commas, quotes and
+ * so only one batch of rows is ever held. A UTF-8 BOM, LF, CRLF and CR (mixed too), quoted fields with commas, quotes and
  * newlines are handled by csv-parse; empty lines and rows whose cells are all empty are skipped (and counted as lines).
  * More than MAX_IMPORT_BYTES throws TooLarge, more than MAX_IMPORT_ROWS a 422; both stop reading.
  */
@@ -143,33 +143,57 @@ export async function openCsv(source: ByteSource): Promise<CsvFile> {
 
 /**
  * Refuses a file of more than MAX_IMPORT_ROWS rows before anything is written (the import itself would find out
- * only once it had written that many). A row takes at least one line after the header's, so only a file with more
- * line breaks than the limit is read as CSV, by the import's own reader: it counts rows exactly as the import does.
+ * only once it had written that many). A record ends at a line break outside a quoted cell, so a file is read as
+ * CSV, by the import's own reader (which counts rows exactly as the import does), only when those line breaks allow
+ * more rows than the limit: the header and the rows of 50,000 lines end in one more, and a cell's own lines (a
+ * product's HTML description, an order's notes) are not counted.
  */
 export async function checkRowLimit(read: () => Readable): Promise<void> {
-  if ((await lineBreaksIn(read())) <= MAX_IMPORT_ROWS) return;
+  if ((await rowsAtMost(read())) <= MAX_IMPORT_ROWS) return;
   const csv = await openCsv(read());
   for await (const _row of csv.rows);
 }
 
-/** Line breaks in a stream of bytes: LF, CRLF and a lone CR each count once. */
-async function lineBreaksIn(stream: Readable): Promise<number> {
-  let breaks = 0;
-  let crLast = false;
+/**
+ * The most rows a file can hold: its line breaks outside quoted cells (LF, CRLF and a lone CR each once), less the
+ * header's, plus one for a last line without a break. The delimiter and the quoted cells are found as the import
+ * finds them (LineGuard, the header line, then QuoteGuard); blank lines count here, so it is never fewer than the
+ * rows the reader counts, and a file without blank lines holds exactly as many (exported for the tests).
+ */
+export async function rowsAtMost(stream: Readable): Promise<number> {
+  const lines = new LineGuard();
+  const scan = new HeaderScan();
+  const head: Buffer[] = [];
+  let quotes: QuoteGuard | undefined;
   try {
     for await (const chunk of stream) {
-      const bytes = chunk as Buffer;
-      if (bytes.length === 0) continue;
-      for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) breaks++;
-      // A CR counts unless an LF follows it (that pair was counted as its LF), across chunk boundaries too.
-      if (crLast && bytes[0] === 10) breaks--;
-      for (let i = bytes.indexOf(13); i !== -1; i = bytes.indexOf(13, i + 1)) if (bytes[i + 1] !== 10) breaks++;
-      crLast = bytes[bytes.length - 1] === 13;
+      const bytes = lines.pass(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+      if (quotes) {
+        quotes.pass(bytes);
+        continue;
+      }
+      head.push(bytes);
+      scan.push(bytes);
+      // The reader refuses a header this long; it is left to say so.
+      if (scan.line === undefined && scan.length > 2 * MAX_RECORD_BYTES) return Infinity;
+      if (scan.line !== undefined) quotes = guardAfter(scan.line, head);
     }
   } finally {
     stream.destroy();
   }
-  return breaks;
+  if (!quotes) {
+    scan.finish();
+    quotes = guardAfter(scan.line!, head);
+  }
+  return quotes.rowsAtMost();
+}
+
+/** A counting QuoteGuard for the header line's delimiter, given the bytes read so far. */
+function guardAfter(headerLine: string, head: Buffer[]): QuoteGuard {
+  const quotes = new QuoteGuard(detectDelimiter(headerLine.replace(/^\uFEFF/, '')), true);
+  for (const bytes of head) quotes.pass(bytes);
+  head.length = 0;
+  return quotes;
 }
 
 /**
@@ -181,6 +205,8 @@ export function csvOptions(delimiter: string): Options {
   return {
     // trim: whitespace around a quoted cell is dropped (a hand-aligned export's); QuoteGuard has made any other text after a closing quote a marked cell.
     delimiter, bom: true, skip_empty_lines: false, relax_column_count: true, relax_quotes: true, trim: true,
+    // Any line ending ends a record, mixed in one file too (csv-parse alone takes the first one it meets for all).
+    record_delimiter: ['\r\n', '\n', '\r'],
     // A line is cut at MAX_RECORD_BYTES before the parser sees it; this stops a quoted cell whose lines together pass it.
     max_record_size: MAX_RECORD_BYTES + CUT_MARK.length,
   };
@@ -264,9 +290,31 @@ class QuoteGuard {
   private held: number[] = [];
   private readonly delimiter: number;
   private begun = false;
+  /** Counting line breaks outside quoted cells (rowsAtMost), not passing bytes on to a parser. */
+  private readonly counting: boolean;
+  private breaks = 0;
+  /** A CR outside a quoted cell ended the last chunk: one break with an LF that begins the next, else one alone. */
+  private crEnded = false;
+  /** The last chunk ended with a line break outside a quoted cell. */
+  private ended = true;
 
-  constructor(delimiter: string) {
+  constructor(delimiter: string, counting = false) {
     this.delimiter = delimiter.charCodeAt(0);
+    this.counting = counting;
+  }
+
+  /** Counting: the most rows the bytes passed so far can hold (see rowsAtMost). */
+  rowsAtMost(): number {
+    return this.breaks + (this.crEnded ? 1 : 0) - 1 + (this.ended || this.crEnded ? 0 : 1);
+  }
+
+  /** Counting: the line breaks of chunk[from, to), all outside quoted cells. */
+  private count(chunk: Buffer, from: number, to: number): void {
+    for (let i = chunk.indexOf(LF, from); i !== -1 && i < to; i = chunk.indexOf(LF, i + 1)) this.breaks++;
+    for (let i = chunk.indexOf(CR, from); i !== -1 && i < to; i = chunk.indexOf(CR, i + 1)) {
+      if (i + 1 === chunk.length) this.crEnded = true;
+      else if (chunk[i + 1] !== LF) this.breaks++;
+    }
   }
 
   pass(chunk: Buffer): Buffer {
@@ -276,6 +324,11 @@ class QuoteGuard {
     const delimiter = this.delimiter;
     const space = (b: number) => b === 32 || b === 12 || (b === 9 && delimiter !== 9);
     let i = 0;
+    if (this.counting && this.crEnded && chunk.length > 0) {
+      // An LF that begins this chunk is outside a quoted cell too, and counted with it below.
+      this.crEnded = false;
+      if (chunk[0] !== LF) this.breaks++;
+    }
     if (!this.begun && chunk.length > 0) {
       this.begun = true;
       // A UTF-8 BOM is not part of the first cell (csv-parse drops it).
@@ -289,6 +342,7 @@ class QuoteGuard {
           // Only quotes matter here: one opens a cell if nothing but whitespace stands between it and the cell's start.
           const quote = chunk.indexOf(QUOTE, i);
           const end = quote === -1 ? chunk.length : quote;
+          if (this.counting) this.count(chunk, i, end);
           let j = end - 1;
           while (j >= i && space(chunk[j])) j--;
           const atStart = j < i ? this.state === Cell.Start : chunk[j] === delimiter || chunk[j] === CR || chunk[j] === LF;
@@ -324,6 +378,7 @@ class QuoteGuard {
             this.held.push(b);
             this.state = Cell.Closed;
           } else if (b === delimiter || b === CR || b === LF) {
+            if (this.counting) this.count(chunk, i, i + 1);
             pieces.push(Buffer.from(this.held));
             this.held = [];
             this.state = Cell.Start;
@@ -344,12 +399,17 @@ class QuoteGuard {
             pieces.push(chunk.subarray(from, i + 1), Buffer.from([QUOTE]));
             from = i + 1;
           } else if (b === delimiter || b === CR || b === LF) {
+            if (this.counting) this.count(chunk, i, i + 1);
             pieces.push(chunk.subarray(from, i), Buffer.from([QUOTE]));
             from = i;
             this.state = Cell.Start;
           }
           break;
       }
+    }
+    if (this.counting && chunk.length > 0) {
+      const last = chunk[chunk.length - 1];
+      this.ended = this.state === Cell.Start && (last === LF || last === CR);
     }
     if (from === 0 && pieces.length === 0) return chunk;
     if (from < chunk.length) pieces.push(chunk.subarray(from));
