@@ -104,6 +104,16 @@ async function emitWithin<T>(
   return statement([eventId(), workspaceId, type, ...sourceBindings, type, workspaceId, type, `${type.split('.')[0]}.*`, WEBHOOK_CHANNEL]);
 }
 
+/**
+ * The id of the event a database function writes for the caller (quote_create), in the caller's transaction as
+ * emit's; null with events off (WEBHOOKS_ENABLED=0), when the function writes none.
+ */
+export function functionEventId(trx: Db, access: Access): string | null {
+  if (!access.events) return null;
+  inTransaction(trx);
+  return eventId();
+}
+
 /** The event belongs to the operation's transaction: written outside one, it could commit without the change, or the change without it. */
 function inTransaction(trx: Db): void {
   if (!trx.isTransaction) throw new Error('an event is written in the transaction of the change it reports');

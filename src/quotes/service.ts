@@ -7,7 +7,7 @@ import { textsList, type ListQuery } from '../db/list-query.js';
 import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, withoutBitmapScans, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
-import { emit, emittingStatement, type FoldedEvent } from '../events/outbox.js';
+import { emit, functionEventId } from '../events/outbox.js';
 import { randomToken } from '../crypto.js';
 import { assertChannelAccess, assertChannelExists, whereReadable } from '../channels/access.js';
 import { readableChannelNamesQuery } from '../channels/service.js';
@@ -15,7 +15,6 @@ import { givenFields } from '../db/fields.js';
 import { preparedQuery } from '../db/prepared.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { upsertCustomer } from '../customers/service.js';
-import { NEXT_NUMBER, NUMBER_FROM_N, numberValues } from './numbering.js';
 import { assertLineFits, insertLine, priceLine, recalculate, tooMuchDiscount, totalOverflow, variantsBySku, type Variant } from './pricing.js';
 import { quoteStatuses, type LineChanges, type LineInput, type QuoteChanges, type QuoteFilters, type QuoteInput, type QuoteStatus } from './schema.js';
 
@@ -31,18 +30,12 @@ export const quoteJson = (q = 'q') => `${q}.api_json::json`;
 
 /**
  * The API shape of a quote line, as json (pg hands back an object); its text is compact, as JSON.stringify prints it
- * (the composite type `quote_lines_api`), so a created quote's lines are sent as PostgreSQL wrote them.
- * `times`: the created_at and updated_at texts, when the caller has them already (see insertQuote).
+ * (the composite type `quote_lines_api`), so a created quote's lines are sent as PostgreSQL wrote them (quote_create
+ * writes the same for a new quote's lines).
  */
-export const lineJson = (l = 'l', times = `iso_time(${l}.created_at), iso_time(${l}.updated_at)`) =>
+export const lineJson = (l = 'l') =>
   `row_to_json(row(${l}.id, ${l}.quote_id, ${l}.variant_id, ${l}.sku, ${l}.description, trim_scale(${l}.quantity)::text, ${l}.price::text, ` +
-  `${l}.line_total::text, ${times})::quote_lines_api)`;
-
-/**
- * A new line's created_at and updated_at are the transaction's now() (their default), the same for every line a
- * statement inserts: rendered once (a scalar subquery is run once per statement) rather than twice a line.
- */
-const NEW_LINE_TIMES = '(select iso_time(now())), (select iso_time(now()))';
+  `${l}.line_total::text, iso_time(${l}.created_at), iso_time(${l}.updated_at))::quote_lines_api)`;
 
 const activityJson = (a = 'a') =>
   `json_build_object('id', ${a}.id, 'type', ${a}.type, 'actor', ${a}.actor, 'message', ${a}.message, 'created_at', iso_time(${a}.created_at))`;
@@ -258,44 +251,17 @@ async function quoteReferences(trx: Db, access: Access, input: QuoteInput, skus:
   return { customer: row.customer, variants: new Map(variants.map(({ sku, ...variant }) => [sku, variant])) };
 }
 
-/** `quote.created`: the quote as numbered, with its lines (a JSON array's text), as JSON.stringify({quote, lines}) writes it. */
-const QUOTE_CREATED = { from: 'q, lines', data: `('{"quote":' || q.api_json || ',"lines":' || lines.text || '}')::json` };
-
 /**
- * A new quote under its gap-free number, with its lines, its totals, its `created` activity and (with the event's CTEs)
- * `quote.created`; no quote when the discount exceeds the subtotal (id null; the number taken is rolled back with the
- * transaction the caller then fails). Gives the quote's id, the subtotal, the quote and its lines as the API shows them
- * (JSON texts). The counter row is taken in this same statement, the creation's last before its commit (NEXT_NUMBER).
+ * A new quote under its gap-free number, with its lines, totals, `created` activity and `quote.created` event: the
+ * database function quote_create (migrations/20261128020000_quote_create_function.ts), which keeps its statement's
+ * plan per connection, through a transaction pooler too. Its values in the order of NewQuote's fields.
  */
-const insertQuote = emittingStatement<{ id: number | null; subtotal: string; quote: string; lines: string }>('quoting_insert_quote', QUOTE_CREATED, (event: FoldedEvent | null) => `
-  with input as (
-    select * from json_to_recordset(?::json) as i(ord int, variant_id int, sku text, description text, quantity numeric, price numeric)
-  ), t as (
-    select coalesce(sum(round(quantity * price, 2)), 0) as subtotal, ?::numeric as discount, ?::numeric as rate from input
-  ), ${NEXT_NUMBER}, q as (
-    insert into quotes (workspace_id, quote_number, customer_id, customer_name, customer_email, channel_id, currency, notes, valid_until,
-                        public_token, external_id, discount_amount, tax_rate, subtotal, tax_amount, total)
-    select ?, ${NUMBER_FROM_N}, ?, ?, ?, ?, coalesce(?::text, p.default_currency, 'USD'), ?,
-           coalesce(?::date, (current_timestamp at time zone 'UTC')::date + p.default_validity_days), ?, ?,
-           t.discount, t.rate, t.subtotal, round((t.subtotal - t.discount) * t.rate / 100, 2),
-           t.subtotal - t.discount + round((t.subtotal - t.discount) * t.rate / 100, 2)
-    from t cross join n left join workspace_profiles p on p.workspace_id = ? where t.discount <= t.subtotal
-    returning id, quote_number, api_json
-  ), inserted as (
-    insert into quote_lines (workspace_id, quote_id, variant_id, sku, description, quantity, price, line_total)
-    select ?, q.id, i.variant_id, i.sku, i.description, i.quantity, i.price, round(i.quantity * i.price, 2)
-    from q, input i order by i.ord
-    returning quote_lines.id, ${lineJson('quote_lines', NEW_LINE_TIMES)}::text as json
-  ), lines as (
-    select '[' || coalesce(string_agg(json, ',' order by id), '') || ']' as text from inserted
-  ), a as (
-    insert into quote_activities (workspace_id, quote_id, type, actor, message)
-    select ?, q.id, 'created', ?, 'Quote ' || q.quote_number || ' created.' from q
-  )${event ? `, ${event.ctes}` : ''}
-  select (select id from q) as id, t.subtotal::text as subtotal, (select api_json from q) as quote, (select text from lines) as lines${event ? `, ${event.column}` : ''}
-  from t`);
+const insertQuote = preparedQuery<{ id: number | null; subtotal: string; quote: string; lines: string }>(
+  'quoting_quote_create',
+  'select * from quote_create(?::json, ?::numeric, ?::numeric, ?::int, ?::int, ?, ?::int, ?, ?, ?::int, ?, ?, ?::date, ?, ?, ?, ?)',
+);
 
-/** The values of insertQuote's own statement, in its order. */
+/** What writeQuote writes. */
 interface NewQuote {
   lines: string;
   discount: string;
@@ -312,14 +278,11 @@ interface NewQuote {
 
 /** Writes a quote (insertQuote) under a new public token; 422 when the discount exceeds the subtotal. */
 async function writeQuote(trx: Db, access: Access, quote: NewQuote): Promise<QuoteText> {
-  const workspaceId = access.workspaceId;
-  const { year, prefix } = numberValues();
-  const [created] = await insertQuote(trx, access, 'quote.created', [
-    quote.lines, quote.discount, quote.taxRate,
-    workspaceId, year,
-    workspaceId, prefix, quote.customerId, quote.customerName, quote.customerEmail, quote.channelId,
-    quote.currency, quote.notes, quote.validUntil, randomToken(24), quote.externalId,
-    workspaceId, workspaceId, workspaceId, access.actor,
+  const year = new Date().getUTCFullYear();
+  const [created] = await insertQuote(trx, [
+    quote.lines, quote.discount, quote.taxRate, access.workspaceId, year, `Q-${year}-`,
+    quote.customerId, quote.customerName, quote.customerEmail, quote.channelId, quote.currency, quote.notes, quote.validUntil,
+    randomToken(24), quote.externalId, access.actor, functionEventId(trx, access),
   ]).catch(totalOverflow('lines'));
   if (created.id === null) throw tooMuchDiscount(quote.discount, created.subtotal);
   return { quote: created.quote, lines: created.lines };
@@ -336,9 +299,9 @@ export interface QuoteText {
  * given, else its channel's (a GBP channel's quotes are in GBP unless told otherwise), else the workspace profile's
  * default currency, else USD; a quote given no valid_until is valid for the profile's default days, when set. The number of
  * statements does not grow with the lines (4 with BEGIN and COMMIT): the customer and the SKUs are looked up in one
- * query; then one statement (insertQuote) takes the gap-free number and writes the quote, its lines, its totals, the
- * activity and the event (with its deliveries). The number's counter row stays locked until commit, so concurrent
- * creations in a workspace queue behind that one statement and the commit.
+ * query; then one call of the database function quote_create (insertQuote) takes the gap-free number and writes the
+ * quote, its lines, its totals, the activity and the event (with its deliveries). The number's counter row stays
+ * locked until commit, so concurrent creations in a workspace queue behind that one statement and the commit.
  * The quote and its lines come back as the text PostgreSQL rendered, and go on to the event and the answer
  * as they are, never parsed and serialised again.
  */
