@@ -1,11 +1,14 @@
 import type { Knex } from 'knex';
 
 /**
- * `quote_create(...)`: a new quote, written by one statement inside a PL/pgSQL function. The function keeps the
+ * `quote_references(...)` and `quote_create(...)`: the two statements of a quote's creation (with a customer given by
+ * id), each inside a PL/pgSQL function. The function keeps the
  * statement's plan for the life of the database connection that runs it, across transactions: behind a
  * transaction-mode pooler (DATABASE_POOLER=transaction), where no named prepared statement survives a transaction,
- * the statement would otherwise be parsed and planned on every call, which costs more than running it. Direct
- * connections call the function as a prepared statement of their own, and it answers as fast as the statement did.
+ * the statements would otherwise be parsed and planned on every call, which costs more than running them. Direct
+ * connections call the functions as prepared statements of their own, and they answer as fast as the statements did.
+ *
+ * quote_references reads the customer given by id (null when the workspace has none) and the variants the SKUs name.
  *
  * The statement takes the workspace's next gap-free number of the year (its counter row stays locked until the
  * creating transaction ends), writes the quote under it with its lines and totals, its `created` activity and, when
@@ -51,6 +54,17 @@ const answer = `(select q.id from q), t.subtotal::text, (select q.api_json from 
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
+    create function quote_references(p_workspace_id int, p_customer_id int, p_skus json)
+    returns table (customer json, variants json) language plpgsql as $fn$
+    begin
+      return query
+      select (select json_build_object('id', c.id, 'name', c.name, 'email', c.email) from customers c
+              where c.workspace_id = p_workspace_id and c.id = p_customer_id),
+             (select json_agg(json_build_object('sku', v.sku, 'id', v.id, 'price', v.price::text, 'description', p.name || coalesce(', ' || nullif(v.name, ''), '')))
+              from variants v join products p on p.id = v.product_id and p.workspace_id = v.workspace_id
+              where v.workspace_id = p_workspace_id and v.sku in (select json_array_elements_text(p_skus)));
+    end $fn$`);
+  await knex.raw(`
     create function quote_create(
       p_lines json, p_discount numeric, p_tax_rate numeric, p_workspace_id int, p_year int, p_prefix text,
       p_customer_id int, p_customer_name text, p_customer_email text, p_channel_id int, p_currency text, p_notes text,
@@ -81,5 +95,6 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('drop function quote_references(int, int, json)');
   await knex.raw('drop function quote_create(json, numeric, numeric, int, int, text, int, text, text, int, text, text, date, text, text, text, text)');
 }

@@ -228,12 +228,14 @@ interface Customer {
   email: string;
 }
 
-/** A customer given by id and the variants SKUs name, in one query (see quoteReferences). */
-const referencesById = preparedQuery<{ customer: Customer | null; variants: (Variant & { sku: string })[] | null }>('quoting_quote_references', `
-  select (select json_build_object('id', c.id, 'name', c.name, 'email', c.email) from customers c where c.workspace_id = ? and c.id = ?) as customer,
-         (select json_agg(json_build_object('sku', v.sku, 'id', v.id, 'price', v.price::text, 'description', p.name || coalesce(', ' || nullif(v.name, ''), '')))
-          from variants v join products p on p.id = v.product_id and p.workspace_id = v.workspace_id
-          where v.workspace_id = ? and v.sku in (select json_array_elements_text(?::json))) as variants`);
+/**
+ * A customer given by id and the variants SKUs name, in one query (see quoteReferences): the database function
+ * quote_references, which keeps its plan per connection as quote_create does.
+ */
+const referencesById = preparedQuery<{ customer: Customer | null; variants: (Variant & { sku: string })[] | null }>(
+  'quoting_quote_references',
+  'select * from quote_references(?::int, ?::int, ?::json)',
+);
 
 /**
  * What a new quote names: its customer (upserted from `customer`, or the one `customer_id` names: 422
@@ -245,7 +247,7 @@ async function quoteReferences(trx: Db, access: Access, input: QuoteInput, skus:
     return { customer: await resolveCustomer(trx, access, input), variants: await variantsBySku(trx, access.workspaceId, skus) };
   }
   const workspaceId = access.workspaceId;
-  const [row] = await referencesById(trx, [workspaceId, input.customer_id, workspaceId, JSON.stringify([...new Set(skus)])]);
+  const [row] = await referencesById(trx, [workspaceId, input.customer_id, JSON.stringify([...new Set(skus)])]);
   if (!row.customer) throw new Validation('customer_id', `customer_id: no customer ${input.customer_id} in this workspace.`);
   const variants = row.variants ?? [];
   return { customer: row.customer, variants: new Map(variants.map(({ sku, ...variant }) => [sku, variant])) };
