@@ -256,7 +256,7 @@ async function quoteReferences(trx: Db, access: Access, input: QuoteInput, skus:
 /**
  * A new quote under its gap-free number, with its lines, totals, `created` activity and `quote.created` event: the
  * database function quote_create (migrations/20261128020000_quote_create_function.ts), which keeps its statement's
- * plan per connection, through a transaction pooler too. Its values in the order of NewQuote's fields.
+ * plan per connection, through a transaction pooler too. Its values are writeQuote's.
  */
 const insertQuote = preparedQuery<{ id: number | null; subtotal: string; quote: string; lines: string }>(
   'quoting_quote_create',
@@ -332,7 +332,6 @@ export async function createQuote(
  * the original needs read access to its channel, the copy write access, as creating a quote in it does. `quote.created` carries the copy and its lines.
  */
 export async function duplicateQuote(trx: Db, access: Access, id: number): Promise<QuoteText> {
-  const workspaceId = access.workspaceId;
   const original = await accessibleQuote(trx, access, id, 'read');
   await assertChannelAccess(trx, access, original.channel_id, 'write');
   const lines = (await linesOf(trx, access, id)).map((line, index) => ({
