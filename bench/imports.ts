@@ -22,8 +22,9 @@ import knexFactory, { type Knex } from 'knex';
 import { csvOptions } from '../src/imports/csv.js';
 import { itemJsonText } from '../src/orders/service.js';
 import { orderCsv, productCsv } from './imports-data.js';
-import { mb, MB, readStatus, startSampler } from './rss.js';
-import { benchArgs, fmt, freshPostgresUrl, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, loadAverage, type ChildServer } from './lib.js';
+import { postImport } from './post-import.js';
+import { mb, MB } from './rss.js';
+import { benchArgs, fmt, freshPostgresUrl, note, onCleanup, printTable, spread, runBench, signUp, startEmbedded, startQuoting, loadAverage } from './lib.js';
 
 const { values } = benchArgs('imports.js', {
   rows: { type: 'string', default: '50000' },
@@ -36,32 +37,6 @@ const rounds = Number(values.rounds);
 const pgliteRounds = Number(values['pglite-rounds']);
 const sampleMs = Number(values['sample-ms']);
 const TARGETS = { vsCopy: 5, seconds: 5, rssGrowthMb: 100 };
-
-interface Measured {
-  ms: number;
-  rssGrowth: number;
-  report: Record<string, number>;
-}
-
-async function postImport(server: ChildServer, cookie: string, kind: string, file: string): Promise<Measured> {
-  const pid = server.child.pid!;
-  const before = readStatus(pid, 'VmRSS');
-  const sampler = await startSampler(pid, sampleMs);
-  const started = performance.now();
-  const res = await fetch(`${server.url}/api/v1/${kind}/import`, {
-    method: 'POST',
-    headers: { cookie, 'content-type': 'text/csv' },
-    body: fs.createReadStream(file) as unknown as BodyInit,
-    duplex: 'half',
-  } as RequestInit);
-  const text = await res.text();
-  const ms = performance.now() - started;
-  const { peak } = await sampler.stop();
-  if (res.status !== 200) throw new Error(`${kind} import answered ${res.status}: ${text.slice(0, 300)}`);
-  const { errors, ...report } = JSON.parse(text).data.import;
-  if (errors.length) throw new Error(`${kind} import had row errors: ${JSON.stringify(errors.slice(0, 3))}`);
-  return { ms, rssGrowth: peak - before, report };
-}
 
 /** (a) csv-parse alone: the file read and parsed record by record as the import reads it, nothing else. */
 async function parseAlone(file: string): Promise<number> {
@@ -177,10 +152,10 @@ runBench(async () => {
       r.copy.push(performance.now() - started);
       r.parse.push(await parseAlone(files[kind]));
       r.floor.push(await databaseFloor(db, kind, files[kind]));
-      const first = await postImport(server, account.cookie, kind, files[kind]);
+      const first = await postImport(server, account.cookie, kind, files[kind], sampleMs);
       r.first.push(first.ms);
       r.rss.push(first.rssGrowth);
-      const again = await postImport(server, account.cookie, kind, files[kind]);
+      const again = await postImport(server, account.cookie, kind, files[kind], sampleMs);
       r.again.push(again.ms);
       r.againRss.push(again.rssGrowth);
       note(
@@ -215,8 +190,8 @@ runBench(async () => {
     const account = await signUp(embedded.url);
     for (const kind of ['products', 'orders'] as const) {
       const r = (pglite[kind] ??= { copy: [], parse: [], floor: [], first: [], again: [], rss: [], againRss: [] });
-      const first = await postImport(embedded, account.cookie, kind, files[kind]);
-      const again = await postImport(embedded, account.cookie, kind, files[kind]);
+      const first = await postImport(embedded, account.cookie, kind, files[kind], sampleMs);
+      const again = await postImport(embedded, account.cookie, kind, files[kind], sampleMs);
       r.first.push(first.ms);
       r.again.push(again.ms);
       r.rss.push(first.rssGrowth);

@@ -16,10 +16,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { mb, MB, readStatus, startSampler } from './rss.js';
+import { mb, MB, readStatus } from './rss.js';
+import { postImport } from './post-import.js';
 import { orderFiles, productFiles } from './shopify-imports-data.js';
 import {
-  benchArgs, cpuMs, databasesOption, dbName, fmt, freshTarget, loadAverage, note, onCleanup, printTable, roundsOption, runBench, signUp, spread, startServe,
+  benchArgs, databasesOption, dbName, fmt, freshTarget, loadAverage, note, onCleanup, printTable, roundsOption, runBench, signUp, spread, startServe,
   type ChildServer, type DbKind,
 } from './lib.js';
 
@@ -40,29 +41,6 @@ for (const kind of kinds) if (kind !== 'products' && kind !== 'orders') throw ne
 const TARGETS = { ratio: 1.3, rssGrowthMb: 100 };
 
 type Report = Record<string, number>;
-
-async function postImport(server: ChildServer, kind: string, file: string): Promise<{ ms: number; cpu: number; rssGrowth: number; report: Report; cookie: string }> {
-  const { cookie } = await signUp(server.url);
-  const pid = server.child.pid!;
-  const before = readStatus(pid, 'VmRSS');
-  const sampler = await startSampler(pid, sampleMs);
-  const cpuBefore = cpuMs(pid);
-  const started = performance.now();
-  const res = await fetch(`${server.url}/api/v1/${kind}/import`, {
-    method: 'POST',
-    headers: { cookie, 'content-type': 'text/csv' },
-    body: fs.createReadStream(file) as unknown as BodyInit,
-    duplex: 'half',
-  } as RequestInit);
-  const text = await res.text();
-  const ms = performance.now() - started;
-  const cpu = cpuMs(pid) - cpuBefore;
-  const { peak } = await sampler.stop();
-  if (res.status !== 200) throw new Error(`${kind} import of ${path.basename(file)} answered ${res.status}: ${text.slice(0, 300)}`);
-  const { errors, ...report } = JSON.parse(text).data.import;
-  if (errors.length) throw new Error(`${kind} import of ${path.basename(file)} had row errors: ${JSON.stringify(errors.slice(0, 3))}`);
-  return { ms, cpu, rssGrowth: Math.max(0, peak - before), report, cookie };
-}
 
 /**
  * Keys that differ between two workspaces holding the same records (ids, times), and an order's discount, tax and
@@ -132,12 +110,13 @@ runBench(async () => {
       for (const kind of kinds) {
         for (const format of ['own', 'shopify'] as const) {
           const side = results[kind][format];
-          const measured = await postImport(server, kind, files[kind][format]);
+          const { cookie } = await signUp(server.url);
+          const measured = await postImport(server, cookie, kind, files[kind][format], sampleMs);
           side.ms.push(measured.ms);
           side.cpu.push(measured.cpu);
           side.rss.push(measured.rssGrowth);
           side.report = measured.report;
-          side.cookie = measured.cookie;
+          side.cookie = cookie;
         }
         if (round === 1) await checkSameRecords(server, kind, results[kind].own.cookie!, results[kind].shopify.cookie!);
         const { own, shopify } = results[kind];
