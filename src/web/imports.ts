@@ -13,6 +13,7 @@ import { html, type Html } from '../templates.js';
 import { timeText } from '../dates.js';
 import { importKindInput, importUrlBody } from '../imports/schema.js';
 import { spoolCsv, type ImportReport, type Spooled } from '../imports/service.js';
+import type { RowError } from '../imports/report.js';
 import { fetchedFile, uploadedFile, type Upload } from '../imports/upload.js';
 import { applyImportJob, assertRoomForFile, cancelImportJob, getImportJob, importJobs, startImportJob, type ImportJob } from '../imports/jobs.js';
 import { page, redirect, Rendered, type PageDef, type PageInput } from './page.js';
@@ -123,31 +124,32 @@ function counts(report: ImportReport, dryRun: boolean): Html {
 </dl>`;
 }
 
-function errorTable(job: ImportJob, report: ImportReport, pageNo: number): Html {
-  if (!report.errors.length) return html`<p class="empty">No errors: every row can be imported.</p>`;
-  const rows = report.errors.slice((pageNo - 1) * ERRORS_PAGE, pageNo * ERRORS_PAGE).map(
-    (e) => html`<tr><td data-label="Line" class="num">${e.row}</td><td data-label="Field">${e.field}</td><td data-label="Message">${e.message}</td></tr>`,
+/** Rows by line, with their field and message (`heading`: the last column's, Message or Note). */
+function rowTable(issues: readonly RowError[], heading: string, empty: Html): Html {
+  const rows = issues.map(
+    (e) => html`<tr><td data-label="Line" class="num">${e.row}</td><td data-label="Field">${e.field}</td><td data-label="${heading}">${e.message}</td></tr>`,
   );
   return html`<div class="table-wrap"><table class="list">
-  <thead><tr><th scope="col" class="num">Line</th><th scope="col">Field</th><th scope="col">Message</th></tr></thead>
-  <tbody>${rows.length ? rows : html`<tr><td colspan="3">This page is past the end of the list.</td></tr>`}</tbody>
-</table></div>
+  <thead><tr><th scope="col" class="num">Line</th><th scope="col">Field</th><th scope="col">${heading}</th></tr></thead>
+  <tbody>${rows.length ? rows : empty}</tbody>
+</table></div>`;
+}
+
+function errorTable(job: ImportJob, report: ImportReport, pageNo: number): Html {
+  if (!report.errors.length) return html`<p class="empty">No errors: every row can be imported.</p>`;
+  const errors = report.errors.slice((pageNo - 1) * ERRORS_PAGE, pageNo * ERRORS_PAGE);
+  return html`${rowTable(errors, 'Message', html`<tr><td colspan="3">This page is past the end of the list.</td></tr>`)}
 ${pager(`/app/imports/${job.id}`, { page: pageNo }, { page: pageNo, size: ERRORS_PAGE, total: report.errors.length }, 'errors')}`;
 }
 
 /** Rows imported with something left behind (a WooCommerce grouped product's children): shown only when there are some. */
 function notesPart(report: ImportReport): Html | '' {
   if (!report.notes.length) return '';
-  const rows = report.notes.slice(0, ERRORS_PAGE).map(
-    (n) => html`<tr><td data-label="Line" class="num">${n.row}</td><td data-label="Field">${n.field}</td><td data-label="Note">${n.message}</td></tr>`,
-  );
-  const more = report.notes.length - rows.length;
+  const shown = report.notes.slice(0, ERRORS_PAGE);
+  const more = report.notes.length - shown.length;
   return html`<section class="card" aria-labelledby="notes-heading"><h2 id="notes-heading">Notes by line <span class="count">${count(report.notes.length)}</span></h2>
 <p class="hint">These rows are imported; the note says what of them is not kept.</p>
-<div class="table-wrap"><table class="list">
-  <thead><tr><th scope="col" class="num">Line</th><th scope="col">Field</th><th scope="col">Note</th></tr></thead>
-  <tbody>${rows}</tbody>
-</table></div>${more > 0 ? html`<p class="hint">… and ${count(more)} more.</p>` : ''}</section>`;
+${rowTable(shown, 'Note', html``)}${more > 0 ? html`<p class="hint">… and ${count(more)} more.</p>` : ''}</section>`;
 }
 
 function outcome(job: ImportJob, pageNo: number): Html {
