@@ -3,11 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { bin, cliEnv, freePort, migratedBackend, migratedDataDir, runCli as runCliWithin, startServe, tempDir, usingPostgres, type CliOptions, type CliResult } from '../helpers/cli.js';
+import { bin, cliEnv, freePort, migratedBackend, migratedDataDir, runImportCli as runCli, startServe, tempDir, usingPostgres, type CliResult } from '../helpers/cli.js';
 import { embeddedTest, testWhen } from '../helpers/skip.js';
-
-/** Generous: the machine may be busy; nothing here measures time. */
-const runCli = (args: string[], options: CliOptions = {}) => runCliWithin(args, { timeoutMs: 180_000, ...options });
 
 /**
  * `quoting import products|orders <file|->` as an operator runs it: plain output without a terminal,

@@ -1,11 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { migratedBackend, runCli as runCliWithin, tempDir, type CliOptions } from '../helpers/cli.js';
+import { migratedBackend, runImportCli as runCli, tempDir } from '../helpers/cli.js';
 import { exportCsv, taxExcludedOrders, taxIncludedOrders } from '../helpers/shopify-exports.js';
-
-/** Generous: the machine may be busy; nothing here measures time. */
-const runCli = (args: string[], options: CliOptions = {}) => runCliWithin(args, { timeoutMs: 180_000, ...options });
 
 /** `quoting import` reads Shopify's exports as the API does: the same report, the same row errors. */
 

@@ -82,6 +82,9 @@ function spawnCli(args: string[], options: CliOptions): ChildProcess {
   });
 }
 
+/** runCli for imports, which read whole files: a hang guard of 180 s, since the machine may be busy (nothing measures time). */
+export const runImportCli = (args: string[], options: CliOptions = {}) => runCli(args, { timeoutMs: 180_000, ...options });
+
 /** Runs `quoting <args>` to completion; killed (code null) after `timeoutMs` (a hang guard, PATIENCE_MS by default). */
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   const child = spawnCli(args, options);
