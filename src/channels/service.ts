@@ -70,7 +70,7 @@ function channelList(db: Db, access: Access, filters: Partial<ChannelFilters>): 
 
 /** The select of the channels the caller may read, by name (id, name), for a filter's choices: at most `limit`. */
 export function readableChannelNamesQuery(db: Db, access: Access, limit = 500): Knex.QueryBuilder {
-  return whereReadable(scoped(db, 'channels as c', access.workspaceId), db, access, 'c.id').orderBy('c.name').orderBy('c.id').limit(limit).select('c.id', 'c.name');
+  return whereReadable(scoped(db, 'channels as c', access.workspaceId), db, access, 'c.id').orderBy('c.name').orderBy('c.id').limit(limit, { skipBinding: true }).select('c.id', 'c.name');
 }
 
 /** The channels the caller may read, by name, for a filter's choices: one query. */

@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
-import { inlineSql } from './copy-out.js';
+import { settingRead } from './prepared.js';
 import type { ListQuery } from './list-query.js';
-import { assertTenancy } from './tenancy.js';
 
 /** Rows on a page of the app's HTML lists (the spec's page size for them). */
 export const NUMBERED_PAGE_SIZE = 50;
@@ -71,38 +70,32 @@ export function pageRowsQuery(
     // the filters allow), and the page read from the first id after them, as its cursor would.
     : base().where(opts.idColumn, '<=', base().select(opts.idColumn).orderBy(opts.idColumn, 'desc').offset(skip).limit(1)).orderBy(opts.idColumn, 'desc');
   const alias = opts.idColumn.split('.')[0];
-  return db.select(db.raw(`(${opts.json})::text as json`)).from(query.limit(size).select(`${alias}.*`).as(alias));
+  return db.select(db.raw(`(${opts.json})::text as json`)).from(query.limit(size, { skipBinding: true }).select(`${alias}.*`).as(alias));
 }
 
 /**
  * The page's rows (their `json` texts, parsed), read with bitmap scans off as keyset.ts reads its pages, and for its
  * reason: before a table has statistics (a fresh import) the planner fetches every row of the workspace through a
  * bitmap and sorts them all, where the ordered index scan reads only the rows up to the page's end. The setting is
- * the statement's alone: on PostgreSQL it goes in the same simple query (one round trip; the values written in, as
- * COPY's are, by copy-out.ts inlineSql), on the embedded database it is an option of the query (pglite-worker.ts,
- * which takes it with texts as bytes). In the caller's transaction it would outlast the page: there the plan is the
- * planner's.
+ * the statement's alone (withoutBitmapScans). In the caller's transaction it would outlast the page: there the plan
+ * is the planner's.
  */
 async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
   const rows = await withoutBitmapScans<{ json: string | Buffer }>(db, query);
   return rows.map((r) => JSON.parse(r.json.toString()) as T);
 }
 
-/** A query's rows, read with bitmap scans off (see pageRows); text columns may come as bytes (Buffer) on the embedded database. */
+/**
+ * A query's rows, read with bitmap scans off (see pageRows), in one round trip, the statement prepared once per
+ * connection so that a page's shape is parsed once and planned under the setting, not on every request: on PostgreSQL
+ * by prepared.ts settingRead, on the embedded database by PGlite's thread (pglite-worker.ts `prepare`, with texts as
+ * bytes, which may come back as Buffers). Its LIMIT is best written in (`skipBinding`): a generic plan guessing at a
+ * LIMIT's value is dearer than the custom plans, so PostgreSQL would plan every run.
+ */
 export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder): Promise<R[]> {
   if (db.isTransaction) return query;
-  if (db.client.config.client === 'pg') {
-    const native = query.toSQL().toNative();
-    assertTenancy(native.sql); // sent around knex, so around its check too
-    const connection = await db.client.acquireConnection();
-    try {
-      const results = await (connection as { query(sql: string): Promise<{ rows: R[] }[]> }).query(`set local enable_bitmapscan = off; ${inlineSql(native)}`);
-      return results[1].rows;
-    } finally {
-      await db.client.releaseConnection(connection);
-    }
-  }
-  return query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' } });
+  if (db.client.config.client === 'pg') return settingRead<R>(db, query.toSQL().toNative(), 'set local enable_bitmapscan = off');
+  return query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, prepare: true });
 }
 
 /** numberedPage over an area's list (see ListQuery). */

@@ -82,19 +82,21 @@ function textValue(value: unknown): string | null {
 
 /**
  * Runs `sql` with `params` in one pass (parse, bind, describe, execute, sync): `text` values as bytes (unless
- * `textAsBytes` is false), the rest as PGlite parses them. `before` and `after` are statements without values sent in
+ * `textAsBytes` is false), the rest as PGlite parses them; `statement`, the name `sql` was parsed under (parseNamed),
+ * to run it without parsing it again. `before` and `after` are statements without values sent in
  * the same pass (BEGIN and SET LOCAL, COMMIT): the first error of any of them is thrown.
  */
 export async function queryTextAsBytes(
   pglite: RawPglite,
   sql: string,
   params: unknown[] = [],
-  around: { before?: string; after?: string; textAsBytes?: boolean } = {},
+  around: { before?: string; after?: string; textAsBytes?: boolean; statement?: string } = {},
 ): Promise<BytesResult> {
   const message = Buffer.concat([
     ...(around.before ? [serialize.query(around.before)] : []),
-    serialize.parse({ text: sql }),
-    serialize.bind({ values: params.map(textValue) }),
+    // A statement already parsed under a name (`statement`) is only bound: neither parsed nor planned again.
+    ...(around.statement ? [] : [serialize.parse({ text: sql })]),
+    serialize.bind({ statement: around.statement, values: params.map(textValue) }),
     serialize.describe({ type: 'P' }),
     serialize.execute({}),
     serialize.sync(),
@@ -102,6 +104,13 @@ export async function queryTextAsBytes(
   ]);
   return readReply(pglite, await rawReply(pglite, message, pageSize), { textAsBytes: around.textAsBytes ?? true });
 }
+
+/** Parses `sql` under `name` on PGlite's connection, in a pass of its own; its error (a text that does not parse) is thrown. */
+export async function parseNamed(pglite: RawPglite, name: string, sql: string): Promise<void> {
+  readReply(pglite, await rawReply(pglite, Buffer.concat([serialize.parse({ name, text: sql }), serialize.sync()]), parseReplySize), {});
+}
+
+const parseReplySize = new ReplySize(64);
 
 /**
  * The reply to `message` (protocol messages PGlite runs in one pass), as the bytes PostgreSQL wrote. The chunk PGlite

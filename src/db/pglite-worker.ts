@@ -4,11 +4,12 @@
  * Requests come from pglite-thread.ts in order and PGlite runs them in that order; one knex connection
  * (knex-pglite's pool of one) keeps each transaction's statements together.
  */
+import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions, type Results } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import type { ThreadRequest, ThreadReply, ThreadOptions, WireError } from './pglite-thread.js';
-import { queryTextAsBytes, rawReply, readReply, ReplySize, reusePageReply } from './pglite-wire.js';
+import { parseNamed, queryTextAsBytes, rawReply, readReply, ReplySize, reusePageReply } from './pglite-wire.js';
 
 const port = parentPort!;
 const options = workerData as ThreadOptions;
@@ -83,14 +84,41 @@ async function namedQuery(name: string, sql: string, params: unknown[] = []): Pr
  * when none is open): a list page is then one round trip. PGlite's own listeners do not see this reply: a NOTIFY in
  * it is handed to this thread's listeners here.
  */
-async function bytesQuery(sql: string, params: unknown[] | undefined, settings: Record<string, string> = {}): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
-  const { buffer, notifications, ...result } = await pglite.runExclusive(() => {
+async function bytesQuery(sql: string, params: unknown[] | undefined, settings: Record<string, string> = {}, prepare = false): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
+  const { buffer, notifications, ...result } = await pglite.runExclusive(async () => {
     const set = setLocal(settings);
     const own = set.length > 0 && !pglite.isInTransaction();
-    return queryTextAsBytes(pglite, sql, params, own ? { before: ['begin', ...set].join('; '), after: 'commit' } : { before: set.join('; ') });
+    const statement = prepare ? await parsedName(sql) : undefined;
+    return queryTextAsBytes(pglite, sql, params, { ...(own ? { before: ['begin', ...set].join('; '), after: 'commit' } : { before: set.join('; ') }), statement });
   });
   forwardNotifications(notifications);
   return { value: result, transfer: [buffer] };
+}
+
+/** How many texts `prepare` parses under a name at most; past it, a new text is parsed on every run. */
+const MAX_PARSED_READS = 200;
+/** The names `prepare` texts were parsed under (null: a text that could not be, run unnamed). */
+const parsedReads = new Map<string, string | null>();
+
+/**
+ * The name a read's text is parsed under on PGlite's one connection, parsing it the first time: from then on it is
+ * only bound and run, and PostgreSQL plans it as a prepared statement (the first runs for their values, then one
+ * generic plan when it is as good), every time under the settings it runs with (a plan is made, and kept, under them).
+ * Parsing and planning run in WebAssembly, a large share of a list page's time in the database.
+ */
+async function parsedName(sql: string): Promise<string | undefined> {
+  const known = parsedReads.get(sql);
+  if (known !== undefined) return known ?? undefined;
+  if (parsedReads.size >= MAX_PARSED_READS) return undefined;
+  const name = `quoting_read_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+  try {
+    await parseNamed(pglite, name, sql);
+    parsedReads.set(sql, name);
+    return name;
+  } catch {
+    parsedReads.set(sql, null); // run unnamed, where its error, if it has one, reaches the caller
+    return undefined;
+  }
 }
 
 function setLocal(settings: Record<string, string> = {}): string[] {
@@ -202,7 +230,7 @@ async function run(request: Exclude<ThreadRequest, { op: 'reuse' }>): Promise<{ 
   switch (request.op) {
     case 'query':
       if (request.options?.interleave) return interleavedQuery(request);
-      if (request.options?.textAsBytes) return bytesQuery(request.sql, request.params, request.options.settings as Record<string, string> | undefined);
+      if (request.options?.textAsBytes) return bytesQuery(request.sql, request.params, request.options.settings as Record<string, string> | undefined, request.options.prepare === true);
       if (typeof request.options?.name === 'string') return { value: await namedQuery(request.options.name, request.sql, request.params) };
       // Without values (BEGIN, COMMIT, SAVEPOINT, SET LOCAL, …) the simple protocol takes one pass through PGlite, the
       // extended one of its query() six; rows and values come out the same.

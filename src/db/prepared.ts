@@ -2,6 +2,8 @@ import type { Knex } from 'knex';
 import { usesTransactionPooler, type Db } from './database.js';
 import { PoolerMismatch } from './pooler.js';
 import { assertTenancy } from './tenancy.js';
+import { inlineSql } from './copy-out.js';
+import { sha256 } from '../crypto.js';
 
 /** Values of a prepared statement: by the names its text uses (`:name`), or in the order of its `?`, as knex's bindings. */
 export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];
@@ -13,7 +15,7 @@ export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];
  * are most of the server's CPU per request); inside one it goes through knex, named all the same. On the embedded
  * database the name travels with the query to PGlite's thread (src/db/pglite-worker.ts), where parsing and planning
  * run in WebAssembly and would take most of the time of a quote's creation statements. The one way this code
- * prepares a statement.
+ * prepares a statement of constant text (a list read's text, which its filters shape, is settingRead's).
  *
  * `sql` takes its values as knex's raw bindings do: `:name` with an object, `?` with an array. knex itself turns
  * them into `$n` once (on the first call), so the text means exactly what it means to knex.
@@ -39,6 +41,69 @@ export function preparedQuery<Row>(name: string, sql: string): (db: Db, values: 
       await client.releaseConnection(connection);
     }
   };
+}
+
+/** How many statements settingRead prepares on one connection at most; past it, a new text runs unprepared. */
+const MAX_PREPARED_READS = 200;
+
+/** The statements settingRead has prepared, by connection (a connection that goes takes its own with it). */
+const preparedReads = new WeakMap<object, Set<string>>();
+
+/**
+ * A read of knex's native SQL on PostgreSQL with a setting of its own (`set local …`, local to the simple query's
+ * implicit transaction), in one round trip, its text parsed and planned once per connection: prepared with SQL's
+ * PREPARE the first time a connection sees it, then `set local …; execute name(values)`, the values written in as
+ * literals (copy-out.ts inlineSql). A protocol-level named statement (preparedQuery) would need a round trip of its
+ * own after the setting's. A plan made under the setting stays with the statement (the plan cache does not look at
+ * settings), and every run makes its plans under it. Its text is named by its hash: a list page's filters give it
+ * one of a few shapes.
+ *
+ * Behind a transaction pooler, and for a text PostgreSQL cannot prepare (a value whose type nothing gives), the text
+ * is sent whole with its values each time, as before.
+ */
+export async function settingRead<R>(db: Db, native: { sql: string; bindings: readonly unknown[] }, setting: string): Promise<R[]> {
+  assertTenancy(native.sql); // sent around knex, so around its check too
+  const client = db.client as PgClient;
+  const connection = (await client.acquireConnection()) as unknown as SimpleQueryConnection;
+  try {
+    const name = usesTransactionPooler(db) ? null : await preparedOn(connection, native.sql);
+    const statement = name === null ? inlineSql(native) : inlineSql({ sql: `execute ${name}${native.bindings.length ? `(${native.bindings.map((_, i) => `$${i + 1}`).join(', ')})` : ''}`, bindings: native.bindings });
+    const results = await connection.query(`${setting}; ${statement}`).catch(name === null ? rethrow : poolerMismatch(name));
+    return results[results.length - 1].rows as R[];
+  } finally {
+    await client.releaseConnection(connection);
+  }
+}
+
+/** The name `sql` is prepared under on this connection, preparing it if need be; null to send it unprepared. */
+async function preparedOn(connection: SimpleQueryConnection, sql: string): Promise<string | null> {
+  let prepared = preparedReads.get(connection);
+  if (!prepared) preparedReads.set(connection, (prepared = new Set()));
+  const name = `quoting_read_${sha256(sql).slice(0, 24)}`;
+  if (prepared.has(name)) return name;
+  if (prepared.size >= MAX_PREPARED_READS || unpreparable.has(name)) return null;
+  try {
+    await connection.query(`prepare ${name} as ${sql}`);
+  } catch (err) {
+    // 42P18 indeterminate_datatype: a value whose type only its literal gives.
+    if ((err as { code?: string }).code !== '42P18') poolerMismatch(name)(err);
+    unpreparable.add(name);
+    return null;
+  }
+  prepared.add(name);
+  return name;
+}
+
+/** Names of texts PostgreSQL could not prepare (see preparedOn). */
+const unpreparable = new Set<string>();
+
+const rethrow = (err: unknown): never => {
+  throw err;
+};
+
+/** The part of a node-postgres connection settingRead uses: a simple query of several statements, a result each. */
+interface SimpleQueryConnection {
+  query(sql: string): Promise<{ rows: unknown[] }[]>;
 }
 
 /** A named statement's error that only a transaction pooler causes, rethrown as PoolerMismatch; any other as it was. */
