@@ -79,7 +79,7 @@ export async function settingRead<R>(db: Db, native: { sql: string; bindings: re
 async function preparedOn(connection: SimpleQueryConnection, sql: string): Promise<string | null> {
   let prepared = preparedReads.get(connection);
   if (!prepared) preparedReads.set(connection, (prepared = new Set()));
-  const name = `quoting_read_${sha256(sql).slice(0, 24)}`;
+  const name = readName(sql);
   if (prepared.has(name)) return name;
   if (prepared.size >= MAX_PREPARED_READS || unpreparable.has(name)) return null;
   try {
@@ -91,6 +91,17 @@ async function preparedOn(connection: SimpleQueryConnection, sql: string): Promi
     return null;
   }
   prepared.add(name);
+  return name;
+}
+
+/** A read's name, by its text's hash: kept, as hashing a page's text costs more than finding it. */
+const readNames = new Map<string, string>();
+function readName(sql: string): string {
+  let name = readNames.get(sql);
+  if (!name) {
+    if (readNames.size >= 4 * MAX_PREPARED_READS) readNames.clear(); // a bound, not an eviction policy
+    readNames.set(sql, (name = `quoting_read_${sha256(sql).slice(0, 24)}`));
+  }
   return name;
 }
 

@@ -84,26 +84,52 @@ export const page = <Q extends z.ZodType = z.ZodType>(def: PageDef<Q>): PageDef 
  */
 export function pageRouter(defs: PageDef[], authenticate: Authenticate, appUrl: string): Middleware {
   const appOrigin = new URL(appUrl).origin;
-  const router = new Router();
+  // A router per path prefix (section): a request is matched against its section's few pages, not all of them.
+  const sections = new Map<string, Router>();
+  const sectionRouter = (path: string) => {
+    const key = sectionOf(path);
+    if (!sections.has(key)) sections.set(key, new Router());
+    return sections.get(key)!;
+  };
   const ranked = [...defs].sort((a, b) => rank(a.path).localeCompare(rank(b.path)));
   const methods = new Map<string, Set<string>>();
   for (const def of ranked) {
     const path = def.path.replace(/\{(\w+)\}/g, ':$1');
-    router.register(path, [def.method.toUpperCase()], (ctx: Context) => run(def, ctx, authenticate, appOrigin));
+    sectionRouter(path).register(path, [def.method.toUpperCase()], (ctx: Context) => run(def, ctx, authenticate, appOrigin));
     if (!methods.has(path)) methods.set(path, new Set());
     methods.get(path)!.add(def.method.toUpperCase());
   }
   // A page's path asked with a method it does not take: 405 naming those it takes.
   for (const [path, allowed] of methods) {
     const allow = [...allowed, ...(allowed.has('GET') ? ['HEAD'] : [])].join(', ');
-    router.all(path, async (ctx: Context) => {
+    sectionRouter(path).all(path, async (ctx: Context) => {
       ctx.state.route = path.replace(/:(\w+)/g, '{$1}');
       ctx.set('Allow', allow);
       await answerError(ctx, new HttpError(405, `This page does not take ${ctx.method}.`), Principal.anonymous);
     });
   }
-  const routes = router.routes() as unknown as Middleware;
-  return (ctx: Context, next: Next) => routes(ctx, next);
+  const routes = new Map([...sections].map(([key, router]) => [key, router.routes() as unknown as Middleware]));
+  // A path's two-segment section (`/app/quotes`) first, then its one-segment one (`/reset`, `/app`), then the rest.
+  return (ctx: Context, next: Next) => {
+    const [first, second] = sectionsOfRequest(ctx.path.toLowerCase()); // matched without regard to case, as each router does
+    const inFirst = () => (first !== second && routes.has(first) ? routes.get(first)!(ctx, next) : next());
+    return second !== undefined && routes.has(second) ? routes.get(second)!(ctx, inFirst) : inFirst();
+  };
+}
+
+/** A page path's section: its first two segments when both are literal (`/app/quotes/:id` → `/app/quotes`), else its first. */
+function sectionOf(path: string): string {
+  const [, first = '', second] = path.split('/');
+  const key = second !== undefined && second !== '' && !second.startsWith(':') ? `/${first}/${second}` : `/${first}`;
+  return key.toLowerCase();
+}
+
+/** The sections a request's path may be in: its first segment's, and its first two segments'. */
+function sectionsOfRequest(path: string): [string, string | undefined] {
+  const slash = path.indexOf('/', 1);
+  if (slash < 0) return [path, undefined];
+  const end = path.indexOf('/', slash + 1);
+  return [path.slice(0, slash), end < 0 ? path : path.slice(0, end)];
 }
 
 /** One page's answer on whatever path it is asked: the 404 page for unknown paths under /app. */

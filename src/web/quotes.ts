@@ -38,6 +38,17 @@ function validity(quote: Readonly<Record<string, unknown>> & { status: QuoteStat
   return html`${dateText(quote.valid_until)}${expired ? html` <span class="expired">expired</span>` : ''}`;
 }
 
+/** validity for a list's rows, each distinct day and state written once (a list's quotes share a few validities). */
+function validities(now = new Date()): (quote: QuoteListRow) => Html {
+  const seen = new Map<string, Html>();
+  return (quote) => {
+    const key = `${quote.valid_until}|${open.includes(quote.status)}`;
+    let text = seen.get(key);
+    if (!text) seen.set(key, (text = validity(quote, now)));
+    return text;
+  };
+}
+
 const customerText = (quote: Readonly<Record<string, unknown>>) => String(quote.customer_name || quote.customer_email || '—');
 
 /** The customer a list is narrowed to, by name; their id alone when they are not in this workspace. */
@@ -67,14 +78,14 @@ export function quotePages({ db, config, mailer }: AppDeps): PageDef[] {
     const tab = (status: QuoteStatus | undefined, label: string, count: number) =>
       html`<li><a href="${withQuery('/app/quotes', { ...query, status, page: undefined, before: undefined, after: undefined })}"${status === filters.status ? html` aria-current="page"` : ''}>${label}<span class="count">${count}</span></a></li>`;
     const filtered = Boolean(filters.status || filters.channel_id || filters.customer_id || filters.q);
-    const now = new Date();
+    const validUntil = validities();
     const rows = found.rows.map(
       (quote) => html`<tr>
   <td data-label="Number" class="nowrap"><a href="/app/quotes/${quote.id}">${quote.quote_number}</a></td>
   <td data-label="Customer">${customerText(quote)}${quote.customer_name && quote.customer_email ? html`<span class="sku">${String(quote.customer_email)}</span>` : ''}</td>
   <td data-label="Status">${badge(quote.status)}</td>
   <td data-label="Total" class="num">${amountText(String(quote.currency), quote.total)}</td>
-  <td data-label="Valid until">${validity(quote, now)}</td>
+  <td data-label="Valid until">${validUntil(quote)}</td>
   <td data-label="Last change">${timeText(quote.updated_at)}</td>
 </tr>`,
     );
