@@ -4,8 +4,9 @@
  * answers every row that matches), so its answer of 50 rows is `GET /api/v1/quotes?customer_id=C`: the baseline,
  *   A: `GET /api/v1/quotes?customer_id=C` (50 rows of JSON), against each page
  *   B: `/app/quotes?customer_id=C` (the same 50 rows), `/app/quotes` (page 1), page 500 as its Next link on page 499
- *      leads to it (`?page=500&before=<id>`), `/app/quotes?status=sent`, its page 100 the same way, and page 500
- *      typed in (`?page=500` alone: the rows before it are skipped with OFFSET),
+ *      leads to it (`?page=500&before=<id>`), `/app/quotes?status=sent`, its page 100 the same way and typed in
+ *      (`?status=sent&page=100` alone), and page 500 typed in (`?page=500` alone): a page typed in finds its first
+ *      row from the counts kept by range of ids (quote_ranges), summed down to the range where the skip ends,
  * alternated A B A B … `--rounds` times with `--requests` sequential requests each, the whole body received,
  * uncompressed; the server process's CPU per request is read from /proc beside it (steadier than time on a busy machine;
  * on PostgreSQL the database's own CPU is not in it). A page does more than the list: the status tabs' counts (which give the pager's total; kept per
@@ -90,7 +91,7 @@ async function measure(server: ChildServer, cookie: string, customerId: number, 
   };
   const pages = [
     `/app/quotes?customer_id=${customerId}`, '/app/quotes', await nextLink('/app/quotes?page=499'), '/app/quotes?status=sent',
-    await nextLink('/app/quotes?status=sent&page=99'), '/app/quotes?page=500',
+    await nextLink('/app/quotes?status=sent&page=99'), '/app/quotes?status=sent&page=100', '/app/quotes?page=500',
   ];
   // Warm both paths (prepared statements, caches) before anything is counted.
   for (const path of pages) await round(`${server.url}${path}`, cookie, server);

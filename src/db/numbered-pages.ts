@@ -54,21 +54,26 @@ export async function numberedPage<T>(
  * oldest first (the caller reverses them). A cursor reads the page by id from where the link says it starts, however
  * deep: no rows are skipped. A page number alone skips the rows before it by id (see below). `json` is written for
  * the page's rows alone, outside the select that finds them, so skipped rows are never rendered.
+ *
+ * `firstId`, when given, is the list's own select of the id `skip` rows below its newest (none when the list is
+ * shorter): a list that keeps counts by id range finds it from them, however deep, where the default walks the
+ * skipped rows' ids.
  */
 export function pageRowsQuery(
   db: Db,
   base: () => Knex.QueryBuilder,
-  opts: { idColumn: string; json: string; page: number; size?: number; cursor?: PageCursor },
+  opts: { idColumn: string; json: string; page: number; size?: number; cursor?: PageCursor; firstId?: (skip: number) => Knex.QueryBuilder },
 ): Knex.QueryBuilder {
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const { before, after } = opts.cursor ?? {};
   const skip = (pageNumber(opts.page, size) - 1) * size;
+  // A page number without its cursor: the skipped rows are counted by their ids alone (an index-only scan when the
+  // filters allow), and the page read from the first id after them, as its cursor would.
+  const firstId = opts.firstId ?? ((k: number) => base().select(opts.idColumn).orderBy(opts.idColumn, 'desc').offset(k).limit(1));
   const query = before !== undefined ? base().where(opts.idColumn, '<', before).orderBy(opts.idColumn, 'desc')
     : after !== undefined ? base().where(opts.idColumn, '>', after).orderBy(opts.idColumn, 'asc')
     : skip === 0 ? base().orderBy(opts.idColumn, 'desc')
-    // A page number without its cursor: the skipped rows are counted by their ids alone (an index-only scan when
-    // the filters allow), and the page read from the first id after them, as its cursor would.
-    : base().where(opts.idColumn, '<=', base().select(opts.idColumn).orderBy(opts.idColumn, 'desc').offset(skip).limit(1)).orderBy(opts.idColumn, 'desc');
+    : base().where(opts.idColumn, '<=', firstId(skip)).orderBy(opts.idColumn, 'desc');
   const alias = opts.idColumn.split('.')[0];
   return db.select(db.raw(`(${opts.json})::text as json`)).from(query.limit(size, { skipBinding: true }).select(`${alias}.*`).as(alias));
 }

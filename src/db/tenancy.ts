@@ -22,6 +22,7 @@ export const TENANT_TABLES: readonly string[] = [
   'quote_counts',
   'quote_lines',
   'quote_numbers',
+  'quote_ranges',
   'quote_texts',
   'quotes',
   'track_events',

@@ -96,13 +96,34 @@ export function readableQuotes(db: Db, access: Access, filters: Partial<QuoteFil
 }
 
 /**
- * The kept counts of the quotes the caller may read (`quote_counts`: a row a channel, or none, and status), filtered
- * by status and channel: the rows readableQuotes would count, by the same rule (whereReadable on the same column).
- * Only for filters the counts keep (countsKept).
+ * The kept counts of the quotes the caller may read (`quote_counts`: a row a channel, or none, and status; or
+ * `quote_ranges`, the same by range of ids), filtered by status and channel: the rows readableQuotes would count, by
+ * the same rule (whereReadable on the same column). Only for filters the counts keep (countsKept).
  */
-function readableCounts(db: Db, access: Access, filters: Partial<QuoteFilters>): Knex.QueryBuilder {
-  const query = whereReadable(scoped(db, 'quote_counts as c', access.workspaceId), db, access, 'c.channel_id');
+function readableCounts(db: Db, access: Access, filters: Partial<QuoteFilters>, table: 'quote_counts' | 'quote_ranges' = 'quote_counts'): Knex.QueryBuilder {
+  const query = whereReadable(scoped(db, `${table} as c`, access.workspaceId), db, access, 'c.channel_id');
   return whereExact(query, { 'c.status': filters.status, 'c.channel_id': filters.channel_id });
+}
+
+/**
+ * The select of the id `skip` quotes below the newest the caller may read, filtered (none past the end), from the
+ * kept ranges (migration 20261128060000): their counts summed by range from the newest down to the range where the
+ * skipped quotes end, then that range's quotes walked to the rest. A page typed in by number costs as much however
+ * deep it is. Only for filters the counts keep (countsKept).
+ */
+function keptFirstId(db: Db, access: Access, filters: Partial<QuoteFilters>): (skip: number) => Knex.QueryBuilder {
+  return (skip) => {
+    const ranges = readableCounts(db, access, filters, 'quote_ranges')
+      .groupBy('c.bucket')
+      .select('c.bucket', db.raw('sum(c.n) as n'), db.raw('sum(sum(c.n)) over (order by c.bucket desc) as through'));
+    // The range where the skip ends, and how many of its quotes, newest first, are skipped.
+    const range = db.from(ranges.as('s')).where('s.through', '>', skip).orderBy('s.bucket', 'desc').limit(1)
+      .select('s.bucket', db.raw('(? - (s.through - s.n))::int as rest', [skip]));
+    // knex takes a raw offset (the range's rest, from the lateral's left side), though its types say a number.
+    const within = readableQuotes(db, access, filters).where('q.id', '<', db.raw('(f.bucket + 1) << 10'))
+      .orderBy('q.id', 'desc').offset(db.raw('f.rest') as unknown as number).limit(1).select('q.id');
+    return db.from(db.raw('? as f cross join lateral ? as x', [range, within])).select('x.id');
+  };
 }
 
 /** Whether quote_counts answers for these filters: it keeps channels and statuses, not customers or searches. */
@@ -165,12 +186,13 @@ export interface QuoteListPage {
 
 /**
  * Everything the quotes list page shows, in one statement: page `page` of the quotes the caller may read (from the
- * cursor when its neighbour's link gave one), the status counts for its tabs under the other filters (whose sum, or
- * the filtered status's count, is the pager's total), and the channels for the filter. A page costs one round trip,
- * as a JSON list does.
+ * cursor when its neighbour's link gave one; typed in alone, from the kept ranges when they answer for the filters,
+ * see keptFirstId), the status counts for its tabs under the other filters (whose sum, or the filtered status's
+ * count, is the pager's total), and the channels for the filter. A page costs one round trip, as a JSON list does.
  */
 export async function quoteListPage(db: Db, access: Access, filters: Partial<QuoteFilters>, page: number, cursor: PageCursor = {}): Promise<QuoteListPage> {
-  const rows = pageRowsQuery(db, () => readableQuotes(db, access, filters), { idColumn: 'q.id', json: listRowJson, page, cursor });
+  const firstId = countsKept(filters) ? keptFirstId(db, access, filters) : undefined;
+  const rows = pageRowsQuery(db, () => readableQuotes(db, access, filters), { idColumn: 'q.id', json: listRowJson, page, cursor, firstId });
   const statement = db.select(
     db.raw(`(select coalesce(string_agg(r.json, ','), '') from ? as r) as rows`, [rows]),
     db.raw(`(select coalesce(json_object_agg(k.status, k.n), '{}') from ? as k)::text as counts`, [statusCountsQuery(db, access, filters)]),

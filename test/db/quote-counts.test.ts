@@ -4,7 +4,7 @@ import { migratorConfig } from '../../src/db/migrations.js';
 import { Principal } from '../../src/http/principal.js';
 import { quotePage, quoteStatusCounts } from '../../src/quotes/service.js';
 import { quoteStatuses, type QuoteFilters, type QuoteStatus } from '../../src/quotes/schema.js';
-import { signUpOwner, staleQuoteCounts, uniqueEmail, type Owner } from '../helpers/app.js';
+import { signUpOwner, staleQuoteCounts, staleQuoteRanges, uniqueEmail, type Owner } from '../helpers/app.js';
 import { ok, type Client } from '../helpers/client.js';
 import { acrossWorkspaces, freshDatabase } from '../helpers/database.js';
 import { useOwnerApp } from '../helpers/fixture.js';
@@ -66,6 +66,7 @@ const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a,
  */
 async function assertCounts(t: ExecutionContext, after: string): Promise<void> {
   t.deepEqual(await staleQuoteCounts(app.db), [], `${after}: quote_counts is the quotes counted`);
+  t.deepEqual(await staleQuoteRanges(app.db), [], `${after}: quote_ranges is the quotes counted by range of ids`);
   const callers: [string, Access, Client][] = [['owner', asOwner, owner.client], ['member', asMia, mia.client]];
   for (const [who, access, client] of callers) {
     for (const channel_id of [undefined, channelA, channelB, channelC]) {
@@ -216,8 +217,9 @@ test('the migration counts the quotes already there, and rolls back', async (t) 
     if (!files.length) break;
     rolledBack.push(...files.map((file) => file.replace(/^.*\//, '').replace(/\.js$/, '')));
   }
-  t.deepEqual(rolledBack, ['20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts']);
+  t.deepEqual(rolledBack, ['20261128060000_quote_count_ranges', '20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts']);
   t.false((await knex.raw(`select to_regclass('quote_counts') is not null as present`)).rows[0].present);
+  t.false((await knex.raw(`select to_regclass('quote_ranges') is not null as present`)).rows[0].present);
   for (const name of ['One', 'Two']) {
     const [{ id: ws }] = (await knex.raw(`insert into workspaces (name, slug, public_key, secret_key_hash) values (?, ?, ?, ?) returning id`, [name, `counts-${name}`, `pk_${name}`, `h_${name}`])).rows;
     const [{ id: channel }] = (await knex.raw(`insert into channels (workspace_id, name) values (?, 'C') returning id`, [ws])).rows;
@@ -226,10 +228,15 @@ test('the migration counts the quotes already there, and rolls back', async (t) 
        select ?, 'Q-' || g, (array['draft', 'sent', 'paid'])[1 + g % 3], case when g % 2 = 0 then ?::int end, ? || g from generate_series(1, 50) g`,
       [ws, channel, `tok-${name}-`],
     );
+    // The next workspace's quotes in other ranges of ids (quote_ranges).
+    await knex.raw(`select setval(pg_get_serial_sequence('quotes', 'id'), nextval(pg_get_serial_sequence('quotes', 'id')) + 2000)`);
   }
   await knex.migrate.latest(migratorConfig);
+  t.true((await knex.raw('select count(distinct id >> 10)::int as n from quotes')).rows[0].n > 1);
   t.is((await knex.raw('select sum(n)::int as n from quote_counts')).rows[0].n, 100);
   t.deepEqual(await staleQuoteCounts(knex), []);
+  t.deepEqual(await staleQuoteRanges(knex), [], 'and by range of ids');
   await knex.raw(`update quotes set status = 'cancelled' where status = 'draft'`);
   t.deepEqual(await staleQuoteCounts(knex), [], 'the triggers keep them from then on');
+  t.deepEqual(await staleQuoteRanges(knex), [], 'the ranges too');
 });

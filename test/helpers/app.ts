@@ -139,6 +139,25 @@ export async function staleQuoteCounts(db: Knex, workspaceId?: number): Promise<
   );
 }
 
+/**
+ * The kept quote counts by id range (quote_ranges) that differ from counting the quotes by range, whatever this test
+ * file's writes were: `kept|counted: workspace w, channel c, status s, range b: n` for each row either side has and
+ * the other has not (a count of zero and no row alike).
+ */
+export async function staleQuoteRanges(db: Knex): Promise<string[]> {
+  const { rows } = await db.raw(`/* all workspaces: the test's check of every range */
+    with counted as (select workspace_id, channel_id, status, id >> 10 as bucket, count(*)::int as n from quotes group by 1, 2, 3, 4),
+      kept as (select workspace_id, channel_id, status, bucket, n from quote_ranges where n <> 0)
+    select 'kept' as side, k.* from (select * from kept except select * from counted) k
+    union all
+    select 'counted', c.* from (select * from counted except select * from kept) c
+    order by 2, 3, 4, 5, 1`);
+  return rows.map(
+    (r: { side: string; workspace_id: number; channel_id: number | null; status: string; bucket: number; n: number }) =>
+      `${r.side}: workspace ${r.workspace_id}, channel ${r.channel_id ?? 'none'}, status ${r.status}, range ${r.bucket}: ${r.n}`,
+  );
+}
+
 let counter = 0;
 
 /** A unique email per call, so tests in one file never collide. */
