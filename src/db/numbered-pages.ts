@@ -69,7 +69,7 @@ export function pageRowsQuery(
   const skip = (pageNumber(opts.page, size) - 1) * size;
   // A page number without its cursor: the skipped rows are counted by their ids alone (an index-only scan when the
   // filters allow), and the page read from the first id after them, as its cursor would.
-  const firstId = opts.firstId ?? ((k: number) => base().select(opts.idColumn).orderBy(opts.idColumn, 'desc').offset(k).limit(1));
+  const firstId = opts.firstId ?? ((k: number) => base().select(opts.idColumn).orderBy(opts.idColumn, 'desc').offset(k).limit(1, { skipBinding: true }));
   const query = before !== undefined ? base().where(opts.idColumn, '<', before).orderBy(opts.idColumn, 'desc')
     : after !== undefined ? base().where(opts.idColumn, '>', after).orderBy(opts.idColumn, 'asc')
     : skip === 0 ? base().orderBy(opts.idColumn, 'desc')

@@ -117,11 +117,11 @@ function keptFirstId(db: Db, access: Access, filters: Partial<QuoteFilters>): (s
       .groupBy('c.bucket')
       .select('c.bucket', db.raw('sum(c.n) as n'), db.raw('sum(sum(c.n)) over (order by c.bucket desc) as through'));
     // The range where the skip ends, and how many of its quotes, newest first, are skipped.
-    const range = db.from(ranges.as('s')).where('s.through', '>', skip).orderBy('s.bucket', 'desc').limit(1)
+    const range = db.from(ranges.as('s')).where('s.through', '>', skip).orderBy('s.bucket', 'desc').limit(1, { skipBinding: true })
       .select('s.bucket', db.raw('(? - (s.through - s.n))::int as rest', [skip]));
     // knex takes a raw offset (the range's rest, from the lateral's left side), though its types say a number.
     const within = readableQuotes(db, access, filters).where('q.id', '<', db.raw('(f.bucket + 1) << 10'))
-      .orderBy('q.id', 'desc').offset(db.raw('f.rest') as unknown as number).limit(1).select('q.id');
+      .orderBy('q.id', 'desc').offset(db.raw('f.rest') as unknown as number).limit(1, { skipBinding: true }).select('q.id');
     return db.from(db.raw('? as f cross join lateral ? as x', [range, within])).select('x.id');
   };
 }
