@@ -29,10 +29,14 @@ const timestampOf: Partial<Record<QuoteStatus, string>> = {
  * The day the quote's validity ended, or null while it holds (or it has no valid_until). valid_until is the last
  * day, in UTC, on which the quote may be accepted or paid; the statuses stay the addendum's six, expiry is no status.
  */
-export function expiredOn(quote: Readonly<Record<string, unknown>>, now = new Date()): string | null {
+export function expiredOn(quote: Readonly<Record<string, unknown>>, now: Date | UtcDay = new Date()): string | null {
   const until = quote.valid_until;
-  return typeof until === 'string' && until < now.toISOString().slice(0, 10) ? until : null;
+  return typeof until === 'string' && until < (typeof now === 'string' ? now : utcDay(now)) ? until : null;
 }
+
+/** A day in UTC as ISO text (`2030-01-31`): what expiredOn compares, for a list to work out once for all its rows. */
+export type UtcDay = string;
+export const utcDay = (now: Date): UtcDay => now.toISOString().slice(0, 10);
 
 /** 409 naming valid_until when the quote has expired: it can no longer be accepted or paid. */
 export function assertNotExpired(quote: QuoteJson, to: Extract<QuoteStatus, 'accepted' | 'paid'>): void {

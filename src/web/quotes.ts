@@ -15,7 +15,7 @@ import { convertQuote, orderOfQuote } from '../orders/service.js';
 import { listQuotesQuery, quoteStatuses, sendQuoteBody, type QuoteStatus } from '../quotes/schema.js';
 import { deleteQuote, duplicateQuote, getQuote, quoteListPage, readableQuote, type QuoteJson, type QuoteListRow } from '../quotes/service.js';
 import { publicUrl, sendQuote } from '../quotes/send.js';
-import { expiredOn, transitionQuote } from '../quotes/transitions.js';
+import { expiredOn, transitionQuote, utcDay, type UtcDay } from '../quotes/transitions.js';
 import { quoteBrowsing, type EventJson } from '../tracking/service.js';
 import { page, redirect, type PageDef, type PageInput, type Redirect } from './page.js';
 import { shell } from './layout.js';
@@ -32,7 +32,7 @@ const statusLabel = (status: string) => status.charAt(0).toUpperCase() + status.
 const open: readonly QuoteStatus[] = ['draft', 'sent', 'accepted'];
 
 /** The quote's last valid day, marked "expired" once it has passed (by `now`) while the quote is still open. */
-function validity(quote: Readonly<Record<string, unknown>> & { status: QuoteStatus }, now = new Date()): Html {
+function validity(quote: Readonly<Record<string, unknown>> & { status: QuoteStatus }, now: Date | UtcDay = new Date()): Html {
   if (!quote.valid_until) return html`<span class="muted">No limit</span>`;
   const expired = open.includes(quote.status) && expiredOn(quote, now);
   return html`${dateText(quote.valid_until)}${expired ? html` <span class="expired">expired</span>` : ''}`;
@@ -40,11 +40,12 @@ function validity(quote: Readonly<Record<string, unknown>> & { status: QuoteStat
 
 /** validity for a list's rows, each distinct day and state written once (a list's quotes share a few validities). */
 function validities(now = new Date()): (quote: QuoteListRow) => Html {
+  const today = utcDay(now);
   const seen = new Map<string, Html>();
   return (quote) => {
     const key = `${quote.valid_until}|${open.includes(quote.status)}`;
     let text = seen.get(key);
-    if (!text) seen.set(key, (text = validity(quote, now)));
+    if (!text) seen.set(key, (text = validity(quote, today)));
     return text;
   };
 }
