@@ -88,7 +88,8 @@ async function bytesQuery(sql: string, params: unknown[] | undefined, settings: 
   const { buffer, notifications, ...result } = await pglite.runExclusive(async () => {
     const set = setLocal(settings);
     const own = set.length > 0 && !pglite.isInTransaction();
-    const statement = prepare ? await parsedName(sql) : undefined;
+    // Parsed under a name outside a transaction only: a text that fails to parse would abort one.
+    const statement = prepare && !pglite.isInTransaction() ? await parsedName(sql) : undefined;
     return queryTextAsBytes(pglite, sql, params, { ...(own ? { before: ['begin', ...set].join('; '), after: 'commit' } : { before: set.join('; ') }), statement });
   });
   forwardNotifications(notifications);

@@ -87,6 +87,7 @@ async function preparedOn(connection: SimpleQueryConnection, sql: string): Promi
   } catch (err) {
     // 42P18 indeterminate_datatype: a value whose type only its literal gives.
     if ((err as { code?: string }).code !== '42P18') poolerMismatch(name)(err);
+    if (unpreparable.size >= 4 * MAX_PREPARED_READS) unpreparable.clear(); // a bound, as readNames'
     unpreparable.add(name);
     return null;
   }
