@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Db } from './database.js';
 import { settingRead } from './prepared.js';
 import type { ListQuery } from './list-query.js';
+import type { CompiledSql } from './statement-shapes.js';
 
 /** Rows on a page of the app's HTML lists (the spec's page size for them). */
 export const NUMBERED_PAGE_SIZE = 50;
@@ -43,7 +44,7 @@ export async function numberedPage<T>(
 ): Promise<NumberedPage<T>> {
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const page = pageNumber(opts.page, size);
-  const rows = () => pageRows<T>(db, pageRowsQuery(db, base, { ...opts, page, size }));
+  const rows = () => pageRows<T>(db, pageRowsQuery(db, base, { ...opts, skip: pageSkip(page, size), size }));
   const count = opts.total ?? (async () => ((await base().first(db.raw('count(*)::int as n')))?.n as number | undefined) ?? 0);
   const [found, total] = db.isTransaction ? [await rows(), await count()] : await Promise.all([rows(), count()]);
   return { rows: found, total, page, size, pages: Math.max(1, Math.ceil(total / size)) };
@@ -52,7 +53,7 @@ export async function numberedPage<T>(
 /**
  * The select of a page's rows, each its `json` text: newest first, or, after the previous link's cursor (`after`),
  * oldest first (the caller reverses them). A cursor reads the page by id from where the link says it starts, however
- * deep: no rows are skipped. A page number alone skips the rows before it by id (see below). `json` is written for
+ * deep: no rows are skipped. A page number alone skips the `skip` rows before it (pageSkip) by id (see below). `json` is written for
  * the page's rows alone, outside the select that finds them, so skipped rows are never rendered.
  *
  * `firstId`, when given, is the list's own select of the id `skip` rows below its newest (none when the list is
@@ -62,11 +63,11 @@ export async function numberedPage<T>(
 export function pageRowsQuery(
   db: Db,
   base: () => Knex.QueryBuilder,
-  opts: { idColumn: string; json: string; page: number; size?: number; cursor?: PageCursor; firstId?: (skip: number) => Knex.QueryBuilder },
+  opts: { idColumn: string; json: string; skip: number; size?: number; cursor?: PageCursor; firstId?: (skip: number) => Knex.QueryBuilder },
 ): Knex.QueryBuilder {
   const size = opts.size ?? NUMBERED_PAGE_SIZE;
   const { before, after } = opts.cursor ?? {};
-  const skip = (pageNumber(opts.page, size) - 1) * size;
+  const { skip } = opts;
   // A page number without its cursor: the skipped rows are counted by their ids alone (an index-only scan when the
   // filters allow), and the page read from the first id after them, as its cursor would.
   const firstId = opts.firstId ?? ((k: number) => base().select(opts.idColumn).orderBy(opts.idColumn, 'desc').offset(k).limit(1, { skipBinding: true }));
@@ -97,16 +98,22 @@ async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
  * bytes, which may come back as Buffers). Its LIMIT is best written in (`skipBinding`): a generic plan guessing at a
  * LIMIT's value is dearer than the custom plans, so PostgreSQL would plan every run.
  */
-export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder): Promise<R[]> {
-  if (db.isTransaction) return query;
-  if (db.client.config.client === 'pg') return settingRead<R>(db, query.toSQL().toNative(), 'set local enable_bitmapscan = off');
-  return query.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, prepare: true });
+export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder | CompiledSql): Promise<R[]> {
+  const compiled = 'native' in query ? query : undefined;
+  const statement = compiled ? db.raw(compiled.sql, compiled.bindings as Knex.RawBinding) : (query as Knex.QueryBuilder);
+  const rows = async (pending: Knex.Raw | Knex.QueryBuilder): Promise<R[]> => (compiled ? (await pending).rows : await pending);
+  if (db.isTransaction) return rows(statement);
+  if (db.client.config.client === 'pg') return settingRead<R>(db, compiled?.native ?? statement.toSQL().toNative(), 'set local enable_bitmapscan = off');
+  return rows(statement.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, prepare: true }));
 }
 
 /** numberedPage over an area's list (see ListQuery). */
 export function numberedListPage<T>(db: Db, list: ListQuery, page: number, size?: number): Promise<NumberedPage<T>> {
   return numberedPage<T>(db, list.base, { idColumn: list.idColumn, json: list.json, page, size, total: list.total });
 }
+
+/** How many rows come before page `page` (read as pageNumber reads it). */
+export const pageSkip = (page: number, size = NUMBERED_PAGE_SIZE) => (pageNumber(page, size) - 1) * size;
 
 /**
  * A whole page number of at least 1; a number too large to skip that many rows exactly (past any list) is held at

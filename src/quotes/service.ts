@@ -1,10 +1,10 @@
 /** Quotes: create, read, update, delete and list, and a draft's lines. */
 import type { Knex } from 'knex';
-import type { Access } from '../access.js';
+import { userOf, type Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { listPages, type JsonPage } from '../db/keyset.js';
 import { textsList, type ListQuery } from '../db/list-query.js';
-import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, withoutBitmapScans, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
+import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, pageSkip, withoutBitmapScans, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { emit, functionEventId } from '../events/outbox.js';
@@ -13,6 +13,7 @@ import { assertChannelAccess, assertChannelExists, whereReadable } from '../chan
 import { readableChannelNamesQuery } from '../channels/service.js';
 import { givenFields } from '../db/fields.js';
 import { preparedQuery } from '../db/prepared.js';
+import { shapedStatement } from '../db/statement-shapes.js';
 import { isNumericOverflow } from '../db/errors.js';
 import { upsertCustomer } from '../customers/service.js';
 import { assertLineFits, insertLine, priceLine, recalculate, tooMuchDiscount, totalOverflow, variantsBySku, type Variant } from './pricing.js';
@@ -191,13 +192,13 @@ export interface QuoteListPage {
  * count, is the pager's total), and the channels for the filter. A page costs one round trip, as a JSON list does.
  */
 export async function quoteListPage(db: Db, access: Access, filters: Partial<QuoteFilters>, page: number, cursor: PageCursor = {}): Promise<QuoteListPage> {
-  const firstId = countsKept(filters) ? keptFirstId(db, access, filters) : undefined;
-  const rows = pageRowsQuery(db, () => readableQuotes(db, access, filters), { idColumn: 'q.id', json: listRowJson, page, cursor, firstId });
-  const statement = db.select(
-    db.raw(`(select coalesce(string_agg(r.json, ','), '') from ? as r) as rows`, [rows]),
-    db.raw(`(select coalesce(json_object_agg(k.status, k.n), '{}') from ? as k)::text as counts`, [statusCountsQuery(db, access, filters)]),
-    db.raw(`(select coalesce(json_agg(json_build_object('id', ch.id, 'name', ch.name)), '[]') from ? as ch)::text as channels`, [readableChannelNamesQuery(db, access)]),
-  );
+  const skip = pageSkip(page);
+  const values: ListPageValues = {
+    workspaceId: access.workspaceId, userId: access.channels === 'all' ? undefined : userOf(access),
+    status: given(filters.status), channel_id: filters.channel_id, customer_id: filters.customer_id, q: given(filters.q),
+    skip: skip > 0 ? skip : undefined, before: cursor.before, after: cursor.after,
+  };
+  const statement = shapedStatement(db, `quote list page, channels ${access.channels}`, values, (v) => listPageStatement(db, access, v));
   const [row] = await withoutBitmapScans<{ rows: string | Buffer; counts: string | Buffer; channels: string | Buffer }>(db, statement);
   const found = (JSON.parse(`[${row.rows.toString()}]`) as unknown[][]).map(listRow);
   const counts = statusCounts(JSON.parse(row.counts.toString()) as Record<string, number>);
@@ -208,6 +209,35 @@ export async function quoteListPage(db: Db, access: Access, filters: Partial<Quo
     counts,
     channels: JSON.parse(row.channels.toString()),
   };
+}
+
+/** What the list page's statement binds, each as given (see shapedStatement): a skip past page 1, a cursor when given. */
+type ListPageValues = {
+  workspaceId: number;
+  userId: number | undefined;
+  status: string | undefined;
+  channel_id: number | undefined;
+  customer_id: number | undefined;
+  q: string | undefined;
+  skip: number | undefined;
+  before: number | undefined;
+  after: number | undefined;
+};
+
+const given = <T>(value: T | '' | undefined): T | undefined => (value === '' ? undefined : value);
+
+/** quoteListPage's one statement, of these values for a caller of this access's kind. */
+function listPageStatement(db: Db, kind: Access, v: ListPageValues): Knex.QueryBuilder {
+  const access: Access = { ...kind, workspaceId: v.workspaceId, userId: v.userId ?? kind.userId };
+  const filters = { status: v.status as QuoteStatus | undefined, channel_id: v.channel_id, customer_id: v.customer_id, q: v.q };
+  const firstId = countsKept(filters) ? keptFirstId(db, access, filters) : undefined;
+  const cursor = { before: v.before, after: v.after };
+  const rows = pageRowsQuery(db, () => readableQuotes(db, access, filters), { idColumn: 'q.id', json: listRowJson, skip: v.skip ?? 0, cursor, firstId });
+  return db.select(
+    db.raw(`(select coalesce(string_agg(r.json, ','), '') from ? as r) as rows`, [rows]),
+    db.raw(`(select coalesce(json_object_agg(k.status, k.n), '{}') from ? as k)::text as counts`, [statusCountsQuery(db, access, filters)]),
+    db.raw(`(select coalesce(json_agg(json_build_object('id', ch.id, 'name', ch.name)), '[]') from ? as ch)::text as channels`, [readableChannelNamesQuery(db, access)]),
+  );
 }
 
 /** The status counts' select (status, n) for the tabs: from the kept counts when they answer for the filters. */
