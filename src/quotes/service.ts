@@ -106,6 +106,9 @@ function readableCounts(db: Db, access: Access, filters: Partial<QuoteFilters>, 
   return whereExact(query, { 'c.status': filters.status, 'c.channel_id': filters.channel_id });
 }
 
+/** quote_ranges' ranges: the ids alike but for their last QUOTE_RANGE_BITS bits (1,024 ids), as its migration keeps them. */
+export const QUOTE_RANGE_BITS = 10;
+
 /**
  * The select of the id `skip` quotes below the newest the caller may read, filtered (none past the end), from the
  * kept ranges (migration 20261128060000): their counts summed by range from the newest down to the range where the
@@ -121,7 +124,7 @@ function keptFirstId(db: Db, access: Access, filters: Partial<QuoteFilters>): (s
     const range = db.from(ranges.as('s')).where('s.through', '>', skip).orderBy('s.bucket', 'desc').limit(1, { skipBinding: true })
       .select('s.bucket', db.raw('(? - (s.through - s.n))::int as rest', [skip]));
     // knex takes a raw offset (the range's rest, from the lateral's left side), though its types say a number.
-    const within = readableQuotes(db, access, filters).where('q.id', '<', db.raw('(f.bucket + 1) << 10'))
+    const within = readableQuotes(db, access, filters).where('q.id', '<', db.raw(`(f.bucket + 1) << ${QUOTE_RANGE_BITS}`))
       .orderBy('q.id', 'desc').offset(db.raw('f.rest') as unknown as number).limit(1, { skipBinding: true }).select('q.id');
     return db.from(db.raw('? as f cross join lateral ? as x', [range, within])).select('x.id');
   };

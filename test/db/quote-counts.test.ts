@@ -239,4 +239,9 @@ test('the migration counts the quotes already there, and rolls back', async (t) 
   await knex.raw(`update quotes set status = 'cancelled' where status = 'draft'`);
   t.deepEqual(await staleQuoteCounts(knex), [], 'the triggers keep them from then on');
   t.deepEqual(await staleQuoteRanges(knex), [], 'the ranges too');
+  // And the checks see a count that is off.
+  for (const table of ['quote_counts', 'quote_ranges']) await knex.raw(`update ${table} set n = n + 1`);
+  t.true((await staleQuoteCounts(knex)).some((line) => line.startsWith('kept: ')), 'a count off by one is seen');
+  t.true((await staleQuoteRanges(knex)).some((line) => line.startsWith('kept: ')), 'a range off by one is seen');
+  for (const table of ['quote_counts', 'quote_ranges']) await knex.raw(`update ${table} set n = n - 1`);
 });

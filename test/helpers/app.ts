@@ -8,6 +8,7 @@ import { createMailer } from '../../src/mail/mailer.js';
 import { setLogLevel } from '../../src/log.js';
 import { followOwnAuthChanges, SessionCache } from '../../src/auth/session-cache.js';
 import { Client } from './client.js';
+import { QUOTE_RANGE_BITS } from '../../src/quotes/service.js';
 import { cookieProblems } from './cookies.js';
 import { PATIENCE_MS } from './patience.js';
 import { acrossWorkspaces, freshDatabase, type TestDatabase } from './database.js';
@@ -118,45 +119,32 @@ export async function staleListTexts(db: Knex): Promise<string[]> {
 }
 
 /**
- * The kept quote counts (quote_counts) that differ from counting the quotes, whatever this test file's writes were:
- * `workspace w, channel c, status s: kept k, counted n` for each, a count of zero and no row alike. `workspaceId`
- * limits the check to one workspace.
+ * The kept quote counts that differ from counting the quotes, whatever this test file's writes were: quote_counts by
+ * workspace, channel and status, or quote_ranges by those and range of ids. `kept|counted: workspace w, channel c,
+ * status s[, range r]: n` for each row either side has and the other has not (a count of zero and no row alike).
+ * `workspaceId` limits the check to one workspace.
  */
-export async function staleQuoteCounts(db: Knex, workspaceId?: number): Promise<string[]> {
+async function staleKeptCounts(db: Knex, table: 'quote_counts' | 'quote_ranges', workspaceId?: number): Promise<string[]> {
   const where = workspaceId === undefined ? '' : `where workspace_id = ${Number(workspaceId)}`;
+  const [range, bucket] = table === 'quote_ranges' ? [`, id >> ${QUOTE_RANGE_BITS} as bucket`, ', bucket'] : ['', ''];
   const { rows } = await db.raw(`/* all workspaces: the test's check of every count */
-    with counted as (select workspace_id, channel_id, status, count(*)::int as n from quotes ${where} group by 1, 2, 3),
-      kept as (select workspace_id, channel_id, status, n from quote_counts ${where ? `${where} and` : 'where'} n <> 0)
-    select k.workspace_id, k.channel_id, k.status, k.n as kept, c.n as counted
-      from (select * from kept except select * from counted) k
-      left join counted c on c.workspace_id = k.workspace_id and c.channel_id is not distinct from k.channel_id and c.status = k.status
-    union all
-    select c.workspace_id, c.channel_id, c.status, null, c.n from (select * from counted except select * from kept) c
-      where not exists (select from kept k where k.workspace_id = c.workspace_id and k.channel_id is not distinct from c.channel_id and k.status = c.status)`);
-  return rows.map(
-    (r: { workspace_id: number; channel_id: number | null; status: string; kept: number | null; counted: number | null }) =>
-      `workspace ${r.workspace_id}, channel ${r.channel_id ?? 'none'}, status ${r.status}: kept ${r.kept ?? 0}, counted ${r.counted ?? 0}`,
-  );
-}
-
-/**
- * The kept quote counts by id range (quote_ranges) that differ from counting the quotes by range, whatever this test
- * file's writes were: `kept|counted: workspace w, channel c, status s, range b: n` for each row either side has and
- * the other has not (a count of zero and no row alike).
- */
-export async function staleQuoteRanges(db: Knex): Promise<string[]> {
-  const { rows } = await db.raw(`/* all workspaces: the test's check of every range */
-    with counted as (select workspace_id, channel_id, status, id >> 10 as bucket, count(*)::int as n from quotes group by 1, 2, 3, 4),
-      kept as (select workspace_id, channel_id, status, bucket, n from quote_ranges where n <> 0)
+    with counted as (select workspace_id, channel_id, status${range}, count(*)::int as n from quotes ${where} group by 1, 2, 3${bucket}),
+      kept as (select workspace_id, channel_id, status${bucket}, n from ${table} ${where ? `${where} and` : 'where'} n <> 0)
     select 'kept' as side, k.* from (select * from kept except select * from counted) k
     union all
     select 'counted', c.* from (select * from counted except select * from kept) c
     order by 2, 3, 4, 5, 1`);
   return rows.map(
-    (r: { side: string; workspace_id: number; channel_id: number | null; status: string; bucket: number; n: number }) =>
-      `${r.side}: workspace ${r.workspace_id}, channel ${r.channel_id ?? 'none'}, status ${r.status}, range ${r.bucket}: ${r.n}`,
+    (r: { side: string; workspace_id: number; channel_id: number | null; status: string; bucket?: number; n: number }) =>
+      `${r.side}: workspace ${r.workspace_id}, channel ${r.channel_id ?? 'none'}, status ${r.status}${r.bucket === undefined ? '' : `, range ${r.bucket}`}: ${r.n}`,
   );
 }
+
+/** The kept quote counts by channel and status (quote_counts) that differ from counting the quotes (staleKeptCounts). */
+export const staleQuoteCounts = (db: Knex, workspaceId?: number) => staleKeptCounts(db, 'quote_counts', workspaceId);
+
+/** The kept quote counts by range of ids (quote_ranges) that differ from counting the quotes by range (staleKeptCounts). */
+export const staleQuoteRanges = (db: Knex) => staleKeptCounts(db, 'quote_ranges');
 
 let counter = 0;
 
