@@ -100,7 +100,9 @@ interface ZoneDay {
   zoneName: string;
 }
 
-const zoneDays = new Map<string, ZoneDay | null>();
+/** By zone, then by the UTC day's start (ms): a zone's offset over that day. */
+const zoneDays = new Map<string, Map<number, ZoneDay | null>>();
+let zoneDaysSize = 0;
 
 function localFields(ms: number, offset: number, zoneName: string): Fields {
   const local = new Date(ms + offset);
@@ -122,14 +124,36 @@ function readZoneDay(zone: string, start: number): ZoneDay | null {
 
 function zoneDay(zone: string, ms: number): ZoneDay | null {
   const start = Math.floor(ms / DAY) * DAY;
-  const key = `${zone} ${start}`;
-  let found = zoneDays.get(key);
+  let days = zoneDays.get(zone);
+  let found = days?.get(start);
   if (found === undefined) {
-    if (zoneDays.size >= 10_000) zoneDays.clear(); // a bound, not an eviction policy: refilling costs a read a day
+    if (zoneDaysSize >= 10_000) [zoneDaysSize, days] = [0, void zoneDays.clear()]; // a bound, not an eviction policy: refilling costs a read a day
+    if (!days) zoneDays.set(zone, (days = new Map()));
     found = readZoneDay(zone, start);
-    zoneDays.set(key, found);
+    days.set(start, found);
+    zoneDaysSize++;
   }
   return found;
+}
+
+const digit = (text: string, at: number) => text.charCodeAt(at) - 48;
+const number2 = (text: string, at: number) => digit(text, at) * 10 + digit(text, at + 1);
+
+/**
+ * The instant of an ISO 8601 timestamp as PostgreSQL's JSON writes one (`2030-01-31T14:05:00.123456+00:00`), read by
+ * position: Date.parse took most of a list's dates. Any other form (or a digit out of place) goes to Date.parse.
+ */
+function instant(value: string): number {
+  const at = value.length === 25 ? 19 : value.charCodeAt(19) === 46 /* . */ ? value.length - 6 : -1;
+  const sign = value.charCodeAt(at);
+  if (at < 19 || value.charCodeAt(10) !== 84 /* T */ || (sign !== 43 && sign !== 45) || value.charCodeAt(at + 3) !== 58 /* : */) return Date.parse(value);
+  const year = number2(value, 0) * 100 + number2(value, 2);
+  let millis = 0;
+  for (let i = 20, scale = 100; i < at && scale >= 1; i++, scale /= 10) millis += digit(value, i) * scale;
+  const offset = (sign === 45 ? -1 : 1) * (number2(value, at + 1) * 60 + number2(value, at + 4)) * 60_000;
+  const ms = Date.UTC(year, number2(value, 5) - 1, number2(value, 8), number2(value, 11), number2(value, 14), number2(value, 17), millis) - offset;
+  // Date.UTC reads years 0 – 99 as 1900 – 1999.
+  return Number.isNaN(ms) || year < 100 || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$/.test(value) ? Date.parse(value) : ms;
 }
 
 const calendarDate = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -137,7 +161,7 @@ const calendarDate = /^(\d{4})-(\d{2})-(\d{2})$/;
 function format(style: Style, value: unknown, timeZone: string | null | undefined): string {
   if (typeof value !== 'string' || !value) return typeof value === 'string' ? value : '';
   const layout = layoutOf(style);
-  const day = calendarDate.exec(value);
+  const day = value.length === 10 ? calendarDate.exec(value) : null;
   if (day) {
     const [year, month, date] = [Number(day[1]), Number(day[2]) - 1, Number(day[3])];
     const ms = Date.UTC(year, month, date);
@@ -145,7 +169,7 @@ function format(style: Style, value: unknown, timeZone: string | null | undefine
     if (layout && year >= 1000) return write(layout, { year, month, day: date, hour: 0, minute: 0, zoneName: 'UTC' });
     return formatter(style, 'UTC').format(ms);
   }
-  const ms = Date.parse(value);
+  const ms = instant(value);
   if (Number.isNaN(ms)) return value;
   const zone = timeZone || 'UTC';
   const known = layout ? zoneDay(zone, ms) : null;

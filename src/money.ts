@@ -45,10 +45,18 @@ export function quantityText(value: string): string {
 }
 
 /** `1234.50` → `1,234.50`: grouping on the decimal string itself, never through a float. */
+const wholeNumber = /^-?\d+$/;
+
 function groupDigits(amount: string): string {
-  const [whole, fraction] = amount.split('.');
-  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return fraction === undefined ? grouped : `${grouped}.${fraction}`;
+  const point = amount.indexOf('.');
+  const end = point === -1 ? amount.length : point;
+  // The digits from the first, past a sign; a group's comma goes before every third digit from the end.
+  const start = amount.charCodeAt(0) === 45 /* - */ ? 1 : 0;
+  if (end - start <= 3) return amount;
+  if (!wholeNumber.test(amount.slice(0, end))) return amount.slice(0, end).replace(/\B(?=(\d{3})+(?!\d))/g, ',') + amount.slice(end); // not a number's text
+  let out = amount.slice(0, start + ((end - start) % 3 || 3));
+  for (let at = out.length; at < end; at += 3) out += `,${amount.slice(at, at + 3)}`;
+  return out + amount.slice(end);
 }
 
 /** An amount as people read it, always with its currency: `EUR 1,234.50`. */

@@ -93,14 +93,14 @@ const answered = () => Promise.resolve();
 
 /**
  * koa-compress, consulted only for answers it might compress: most answers are a JSON text under the
- * threshold (the API serialises its envelope itself), and for those its type, header and encoding
+ * threshold (the API serialises its envelope itself; pages are their encoded bytes), and for those its type, header and encoding
  * checks would be per-request work with nothing to show for it.
  */
 async function compression(ctx: Context, next: Next): Promise<void> {
   ctx.vary('Accept-Encoding');
   await next();
   const { body } = ctx;
-  if (typeof body === 'string' && Buffer.byteLength(body) < COMPRESS_THRESHOLD) return;
+  if ((typeof body === 'string' && Buffer.byteLength(body) < COMPRESS_THRESHOLD) || (Buffer.isBuffer(body) && body.length < COMPRESS_THRESHOLD)) return;
   await compressor(ctx, answered);
 }
 

@@ -43,7 +43,7 @@ export function pager(path: string, query: Record<string, unknown>, { page, size
   const first = total === 0 ? 0 : Math.min(total, (page - 1) * size + 1);
   const last = Math.min(total, page * size);
   return html`<nav class="pager" aria-label="Pages">
-  <span>${total === 0 ? `No ${noun}` : `${first}–${last} of ${total} ${noun}`}${pages > 1 ? ` · page ${page} of ${pages}` : ''}</span>
+  <span>${total === 0 ? `No ${noun}` : html`${first}&ndash;${last} of ${total} ${noun}`}${pages > 1 ? ` · page ${page} of ${pages}` : ''}</span>
   <span class="links">
     ${page > 1 ? html`<a class="button small" rel="prev" href="${withQuery(path, query, { page: Math.min(page - 1, pages), ...previousCursor(page, cursor) })}">Previous</a>` : ''}
     ${page < pages ? html`<a class="button small" rel="next" href="${withQuery(path, query, { page: page + 1, before: cursor?.last, after: undefined })}">Next</a>` : ''}

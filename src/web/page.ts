@@ -241,7 +241,8 @@ function send(ctx: Context, result: PageResult): void {
   const { status, html } = result instanceof Rendered ? result : { status: 200, html: result };
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
-  ctx.body = html.html;
+  // Encoded once here: as a string, its length would be measured twice (the compression check, koa) and encoded to send.
+  ctx.body = Buffer.from(html.html);
 }
 
 /** Every failure as a page: the client's errors with their message, the rest as the 500 page naming the request id only. */

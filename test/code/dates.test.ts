@@ -50,6 +50,30 @@ test('instants read as Intl writes them, in every zone and style', (t) => {
   t.is(checked, zones.length * instants.length);
 });
 
+test("instants as PostgreSQL's JSON writes them (an offset, 0 to 6 digits of fraction) read as the same instant", (t) => {
+  const next = random(11);
+  const two = (n: number) => String(n).padStart(2, '0');
+  let checked = 0;
+  for (let i = 0; i < 3000; i++) {
+    const ms = Math.floor(Date.UTC(1900, 0, 1) + next() * (Date.UTC(2100, 0, 1) - Date.UTC(1900, 0, 1)));
+    // The same instant written at an offset of -12:00 to +14:00, in quarter hours, with a fraction of some digits.
+    const offset = (Math.floor(next() * 105) - 48) * 15;
+    const local = new Date(ms + offset * 60_000).toISOString().slice(0, 19);
+    const millis = ((ms % 1000) + 1000) % 1000; // before 1970 too
+    const fraction = String(millis).padStart(3, '0') + String(Math.floor(next() * 1000)).padStart(3, '0');
+    const digits = Math.floor(next() * 7);
+    const text = `${local}${digits ? `.${fraction.slice(0, digits)}` : ''}${offset < 0 ? '-' : '+'}${two(Math.floor(Math.abs(offset) / 60))}:${two(Math.abs(offset) % 60)}`;
+    const zone = zones[i % zones.length];
+    t.is(Date.parse(text), digits >= 3 ? ms : ms - (millis % 10 ** (3 - digits)), text);
+    if (timeText(text, zone) !== intl(time, zone, Date.parse(text))) return t.fail(`${text} in ${zone}: ${timeText(text, zone)}, Intl ${intl(time, zone, Date.parse(text))}`);
+    checked++;
+  }
+  // Years before 100, which Date.UTC would read as 19xx, and a digit out of place.
+  t.is(timeText('0050-06-01T12:00:00+00:00'), intl(time, 'UTC', Date.parse('0050-06-01T12:00:00+00:00')));
+  t.is(timeText('2030-0X-01T12:00:00+00:00'), '2030-0X-01T12:00:00+00:00');
+  t.is(checked, 3000);
+});
+
 test('calendar dates are that day in any zone, every month named as Intl names it', (t) => {
   for (let m = 0; m < 12; m++) {
     for (const d of [1, 9, 10, 28]) {

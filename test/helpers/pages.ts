@@ -31,7 +31,7 @@ export function visibleText(html: string): string {
   return html
     .replace(/<(script|style)[\s\S]*?<\/\1>/g, ' ')
     .replace(/<[^>]+>/g, ' ')
-    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&')
+    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&ndash;/g, '–').replace(/&amp;/g, '&')
     .replace(/\s+/g, ' ')
     .trim();
 }
