@@ -127,7 +127,12 @@ function zoneDay(zone: string, ms: number): ZoneDay | null {
   let days = zoneDays.get(zone);
   let found = days?.get(start);
   if (found === undefined) {
-    if (zoneDaysSize >= 10_000) [zoneDaysSize, days] = [0, void zoneDays.clear()]; // a bound, not an eviction policy: refilling costs a read a day
+    if (zoneDaysSize >= 10_000) {
+      // A bound, not an eviction policy: refilling costs a read a day.
+      zoneDays.clear();
+      zoneDaysSize = 0;
+      days = undefined;
+    }
     if (!days) zoneDays.set(zone, (days = new Map()));
     found = readZoneDay(zone, start);
     days.set(start, found);

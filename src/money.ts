@@ -44,9 +44,9 @@ export function quantityText(value: string): string {
   return `${whole.replace(/^0+(?=\d)/, '')}${trimmed ? `.${trimmed}` : ''}`;
 }
 
-/** `1234.50` → `1,234.50`: grouping on the decimal string itself, never through a float. */
 const wholeNumber = /^-?\d+$/;
 
+/** `1234.50` → `1,234.50`: grouping on the decimal string itself, never through a float. */
 function groupDigits(amount: string): string {
   const point = amount.indexOf('.');
   const end = point === -1 ? amount.length : point;

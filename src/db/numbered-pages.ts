@@ -53,8 +53,8 @@ export async function numberedPage<T>(
 /**
  * The select of a page's rows, each its `json` text: newest first, or, after the previous link's cursor (`after`),
  * oldest first (the caller reverses them). A cursor reads the page by id from where the link says it starts, however
- * deep: no rows are skipped. A page number alone skips the `skip` rows before it (pageSkip) by id (see below). `json` is written for
- * the page's rows alone, outside the select that finds them, so skipped rows are never rendered.
+ * deep: no rows are skipped. A page number alone skips the `skip` rows before it (pageSkip) by id (see below).
+ * `json` is written for the page's rows alone, outside the select that finds them, so skipped rows are never rendered.
  *
  * `firstId`, when given, is the list's own select of the id `skip` rows below its newest (none when the list is
  * shorter): a list that keeps counts by id range finds it from them, however deep, where the default walks the

@@ -53,7 +53,8 @@ function learn<V extends ShapeValues>(db: Db, values: V, given: string[], build:
   const markers = new Map<Knex.Value, string>();
   const marked = { ...values };
   given.forEach((name, i) => {
-    // Markers no real value holds, of the value's own type (a builder may treat numbers and texts apart).
+    // Markers no real value or constant of these statements holds, of the value's own type (a builder may treat
+    // numbers and texts apart).
     const marker = typeof values[name] === 'number' ? 2_000_000_011 - i : `\u0001shape marker ${i}\u0001`;
     markers.set(marker, name);
     (marked as ShapeValues)[name] = marker;

@@ -93,8 +93,8 @@ const answered = () => Promise.resolve();
 
 /**
  * koa-compress, consulted only for answers it might compress: most answers are a JSON text under the
- * threshold (the API serialises its envelope itself; pages are their encoded bytes), and for those its type, header and encoding
- * checks would be per-request work with nothing to show for it.
+ * threshold (the API serialises its envelope itself; pages are their encoded bytes), and for those its type,
+ * header and encoding checks would be per-request work with nothing to show for it.
  */
 async function compression(ctx: Context, next: Next): Promise<void> {
   ctx.vary('Accept-Encoding');
