@@ -163,17 +163,45 @@ function instant(value: string): number {
 
 const calendarDate = /^(\d{4})-(\d{2})-(\d{2})$/;
 
+/** Calendar dates' texts by style: a day is written the same in every zone, and lists show the same days again. */
+const dayTexts = new Map<Style, Map<string, string>>();
+let dayTextsSize = 0;
+
+function dayText(style: Style, value: string): string | null {
+  let days = dayTexts.get(style);
+  let text = days?.get(value);
+  if (text === undefined) {
+    const day = calendarDate.exec(value);
+    if (!day) return null;
+    if (dayTextsSize >= 10_000) {
+      // A bound, as zoneDays has.
+      dayTexts.clear();
+      dayTextsSize = 0;
+      days = undefined;
+    }
+    if (!days) dayTexts.set(style, (days = new Map()));
+    text = writeDay(style, Number(day[1]), Number(day[2]) - 1, Number(day[3])) ?? value;
+    days.set(value, text);
+    dayTextsSize++;
+  }
+  return text;
+}
+
+function writeDay(style: Style, year: number, month: number, date: number): string | null {
+  const ms = Date.UTC(year, month, date);
+  if (Number.isNaN(ms) || new Date(ms).getUTCDate() !== date) return null; // 2030-02-31: not a day
+  const layout = layoutOf(style);
+  if (layout && year >= 1000) return write(layout, { year, month, day: date, hour: 0, minute: 0, zoneName: 'UTC' });
+  return formatter(style, 'UTC').format(ms);
+}
+
 function format(style: Style, value: unknown, timeZone: string | null | undefined): string {
   if (typeof value !== 'string' || !value) return typeof value === 'string' ? value : '';
-  const layout = layoutOf(style);
-  const day = value.length === 10 ? calendarDate.exec(value) : null;
-  if (day) {
-    const [year, month, date] = [Number(day[1]), Number(day[2]) - 1, Number(day[3])];
-    const ms = Date.UTC(year, month, date);
-    if (Number.isNaN(ms) || new Date(ms).getUTCDate() !== date) return value; // 2030-02-31: not a day
-    if (layout && year >= 1000) return write(layout, { year, month, day: date, hour: 0, minute: 0, zoneName: 'UTC' });
-    return formatter(style, 'UTC').format(ms);
+  if (value.length === 10) {
+    const text = dayText(style, value);
+    if (text !== null) return text;
   }
+  const layout = layoutOf(style);
   const ms = instant(value);
   if (Number.isNaN(ms)) return value;
   const zone = timeZone || 'UTC';

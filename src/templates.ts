@@ -86,6 +86,7 @@ export function renderScript(name: string, values: Record<string, unknown>): str
 export type Markup = string | number | boolean | null | undefined | Html | readonly Markup[];
 
 function markupText(value: Markup): string {
+  if (typeof value === 'string') return escapeHtml(value);
   if (value instanceof Html) return value.html;
   if (Array.isArray(value)) return value.map(markupText).join('');
   if (value === null || value === undefined || value === false || value === true) return '';

@@ -17,16 +17,20 @@ export interface PageCursorIds {
   last?: number;
 }
 
-/** The query string with some values changed (an empty or undefined value leaves its key out). */
+/** The query string with some values changed (an empty or undefined value leaves its key out), keys in the query's order. */
 export function withQuery(path: string, query: Record<string, unknown>, changes: Record<string, string | number | undefined> = {}): string {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries({ ...query, ...changes })) {
-    if (value === undefined || value === null || value === '' || (key === 'page' && Number(value) === 1)) continue;
-    params.set(key, String(value));
-  }
-  const text = params.toString();
+  let text = '';
+  const add = (key: string, value: unknown) => {
+    if (value === undefined || value === null || value === '' || (key === 'page' && Number(value) === 1)) return;
+    text += `${text ? '&' : ''}${formEncoded(key)}=${formEncoded(String(value))}`;
+  };
+  for (const key of Object.keys(query)) add(key, Object.hasOwn(changes, key) ? changes[key] : query[key]);
+  for (const key of Object.keys(changes)) if (!Object.hasOwn(query, key)) add(key, changes[key]);
   return text ? `${path}?${text}` : path;
 }
+
+/** What URLSearchParams writes for a name or value; most (ids, statuses, page numbers) are written as they are. */
+const formEncoded = (text: string) => (/^[\w.*-]*$/.test(text) ? text : new URLSearchParams({ '': text }).toString().slice(1));
 
 export interface PageOf {
   page: number;
@@ -57,7 +61,18 @@ function previousCursor(page: number, cursor: PageCursorIds | undefined): Record
 }
 
 /** A status as the badge the public page shows. */
-export const badge = (status: string, label = status.charAt(0).toUpperCase() + status.slice(1)) => html`<span class="badge status-${status}">${label}</span>`;
+export function badge(status: string, label?: string): Html {
+  if (label !== undefined) return html`<span class="badge status-${status}">${label}</span>`;
+  // A list shows a badge a row, of a few statuses: each is written once.
+  let written = badges.get(status);
+  if (!written) {
+    written = html`<span class="badge status-${status}">${status.charAt(0).toUpperCase() + status.slice(1)}</span>`;
+    if (badges.size < 100) badges.set(status, written);
+  }
+  return written;
+}
+
+const badges = new Map<string, Html>();
 
 /**
  * A record the caller's channel roles do not let them read is, to a page, a record that is not there: the 404 page,
