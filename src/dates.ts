@@ -37,17 +37,17 @@ function formatter(style: Style | 'fields', zone: string): Intl.DateTimeFormat {
   return format;
 }
 
-/** A date's fields, as the styles show them; `zoneName` as Intl names the zone at that instant. */
+/** A date's fields, as the styles show them. */
 interface Fields {
   year: number;
   month: number; // 0 – 11
   day: number;
   hour: number;
   minute: number;
-  zoneName: string;
 }
 
-type Piece = { field: Exclude<keyof Fields, 'zoneName'> | 'zoneName' } | { literal: string };
+/** A style's part: a field, the zone's name (as Intl names it at that instant), or a literal. */
+type Piece = { field: keyof Fields | 'zoneName' } | { literal: string };
 
 /** A style's pieces in Intl's order, with its literals, and its month names (`Sept` or `Sep`, as this runtime has them). */
 interface Layout {
@@ -55,7 +55,7 @@ interface Layout {
   months: string[];
 }
 
-const fieldOf: Partial<Record<Intl.DateTimeFormatPartTypes, Exclude<keyof Fields, 'zoneName'> | 'zoneName'>> = {
+const fieldOf: Partial<Record<Intl.DateTimeFormatPartTypes, keyof Fields | 'zoneName'>> = {
   year: 'year', month: 'month', day: 'day', hour: 'hour', minute: 'minute', timeZoneName: 'zoneName',
 };
 
@@ -80,12 +80,12 @@ function layoutOf(style: Style): Layout | null {
 
 const two = (n: number) => (n < 10 ? `0${n}` : String(n));
 
-function write(layout: Layout, fields: Fields): string {
+function write(layout: Layout, fields: Fields, zoneName: string): string {
   let out = '';
   for (const piece of layout.pieces) {
     if ('literal' in piece) out += piece.literal;
     else if (piece.field === 'month') out += layout.months[fields.month];
-    else if (piece.field === 'zoneName') out += fields.zoneName;
+    else if (piece.field === 'zoneName') out += zoneName;
     else if (piece.field === 'hour' || piece.field === 'minute') out += two(fields[piece.field]);
     else out += String(fields[piece.field]);
   }
@@ -104,9 +104,34 @@ interface ZoneDay {
 const zoneDays = new Map<string, Map<number, ZoneDay | null>>();
 let zoneDaysSize = 0;
 
-function localFields(ms: number, offset: number, zoneName: string): Fields {
-  const local = new Date(ms + offset);
-  return { year: local.getUTCFullYear(), month: local.getUTCMonth(), day: local.getUTCDate(), hour: local.getUTCHours(), minute: local.getUTCMinutes(), zoneName };
+/** Days from 1970-01-01 to a day of the proleptic Gregorian calendar (month 0 – 11), by arithmetic rather than a Date. */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month < 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month < 2 ? month + 10 : month - 2) + 2) / 5) + day - 1;
+  return era * 146_097 + yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear - 719_468;
+}
+
+/** The local date and time `offset` ms from UTC at instant `ms`, by arithmetic (daysFromCivil's inverse). */
+function localFields(ms: number, offset: number): Fields {
+  const local = ms + offset;
+  const days = Math.floor(local / DAY);
+  const time = local - days * DAY;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365);
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const m = Math.floor((5 * dayOfYear + 2) / 153); // from March
+  const month = m < 10 ? m + 2 : m - 10;
+  return {
+    year: yearOfEra + era * 400 + (month < 2 ? 1 : 0),
+    month,
+    day: dayOfYear - Math.floor((153 * m + 2) / 5) + 1,
+    hour: Math.floor(time / 3_600_000),
+    minute: Math.floor(time / 60_000) % 60,
+  };
 }
 
 function readZoneDay(zone: string, start: number): ZoneDay | null {
@@ -118,7 +143,7 @@ function readZoneDay(zone: string, start: number): ZoneDay | null {
   // Kept only where Intl writes both ends of the day as the offset does: not across a change of offset or name, nor
   // for an offset in seconds (old local mean times), whose minutes the day's end would show one early.
   const end = start + DAY - 1;
-  const agrees = (ms: number) => write(layout, localFields(ms, offset, zoneName)) === formatter('time', zone).format(ms);
+  const agrees = (ms: number) => write(layout, localFields(ms, offset), zoneName) === formatter('time', zone).format(ms);
   return agrees(start) && agrees(end) ? { offset, zoneName } : null;
 }
 
@@ -144,22 +169,39 @@ function zoneDay(zone: string, ms: number): ZoneDay | null {
 const digit = (text: string, at: number) => text.charCodeAt(at) - 48;
 const number2 = (text: string, at: number) => digit(text, at) * 10 + digit(text, at + 1);
 
+/** An instant read from its text: its time (ms), the offset it was written at (ms), and its fields there. */
+interface Written {
+  ms: number;
+  offset: number;
+  fields: Fields;
+}
+
+const isoInstant = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$/;
+
 /**
- * The instant of an ISO 8601 timestamp as PostgreSQL's JSON writes one (`2030-01-31T14:05:00.123456+00:00`), read by
- * position: Date.parse took most of a list's dates. Any other form (or a digit out of place) goes to Date.parse.
+ * An ISO 8601 timestamp as PostgreSQL's JSON writes one (`2030-01-31T14:05:00.123456+00:00`), read by position and
+ * arithmetic: Date.parse took most of a list's dates. Any other form, a year before 1000 or a field out of range is
+ * left to Date.parse (null).
  */
-function instant(value: string): number {
-  const at = value.length === 25 ? 19 : value.charCodeAt(19) === 46 /* . */ ? value.length - 6 : -1;
-  const sign = value.charCodeAt(at);
-  if (at < 19 || value.charCodeAt(10) !== 84 /* T */ || (sign !== 43 && sign !== 45) || value.charCodeAt(at + 3) !== 58 /* : */) return Date.parse(value);
+function written(value: string): Written | null {
+  if (!isoInstant.test(value)) return null;
+  const at = value.length - 6; // the offset's sign
   const year = number2(value, 0) * 100 + number2(value, 2);
+  const month = number2(value, 5) - 1;
+  const day = number2(value, 8);
+  const hour = number2(value, 11);
+  const minute = number2(value, 14);
+  const second = number2(value, 17);
+  const offsetMinutes = number2(value, at + 1) * 60 + number2(value, at + 4);
+  if (year < 1000 || month > 11 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59 || offsetMinutes > 23 * 60 + 59) return null;
   let millis = 0;
   for (let i = 20, scale = 100; i < at && scale >= 1; i++, scale /= 10) millis += digit(value, i) * scale;
-  const offset = (sign === 45 ? -1 : 1) * (number2(value, at + 1) * 60 + number2(value, at + 4)) * 60_000;
-  const ms = Date.UTC(year, number2(value, 5) - 1, number2(value, 8), number2(value, 11), number2(value, 14), number2(value, 17), millis) - offset;
-  // Date.UTC reads years 0 – 99 as 1900 – 1999.
-  return Number.isNaN(ms) || year < 100 || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$/.test(value) ? Date.parse(value) : ms;
+  const offset = (value.charCodeAt(at) === 45 /* - */ ? -1 : 1) * offsetMinutes * 60_000;
+  return { ms: daysFromCivil(year, month, day) * DAY + ((hour * 60 + minute) * 60 + second) * 1000 + millis - offset, offset, fields: { year, month, day, hour, minute } };
 }
+
+const monthDays = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const daysInMonth = (year: number, month: number) => (month === 1 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : monthDays[month]);
 
 const calendarDate = /^(\d{4})-(\d{2})-(\d{2})$/;
 
@@ -191,7 +233,7 @@ function writeDay(style: Style, year: number, month: number, date: number): stri
   const ms = Date.UTC(year, month, date);
   if (Number.isNaN(ms) || new Date(ms).getUTCDate() !== date) return null; // 2030-02-31: not a day
   const layout = layoutOf(style);
-  if (layout && year >= 1000) return write(layout, { year, month, day: date, hour: 0, minute: 0, zoneName: 'UTC' });
+  if (layout && year >= 1000) return write(layout, { year, month, day: date, hour: 0, minute: 0 }, 'UTC');
   return formatter(style, 'UTC').format(ms);
 }
 
@@ -202,14 +244,16 @@ function format(style: Style, value: unknown, timeZone: string | null | undefine
     if (text !== null) return text;
   }
   const layout = layoutOf(style);
-  const ms = instant(value);
+  const found = written(value);
+  const ms = found ? found.ms : Date.parse(value);
   if (Number.isNaN(ms)) return value;
   const zone = timeZone || 'UTC';
   const known = layout ? zoneDay(zone, ms) : null;
   if (!known || !layout) return formatter(style, zone).format(ms);
-  const fields = localFields(ms, known.offset, known.zoneName);
+  // Written at the zone's own offset (UTC in UTC, as the database writes it), the text's fields are the local ones.
+  const fields = found && found.offset === known.offset ? found.fields : localFields(ms, known.offset);
   // en-GB names UTC "UTC" and other zones by abbreviation or offset ("CET", "GMT-5").
-  return fields.year >= 1000 ? write(layout, fields) : formatter(style, zone).format(ms);
+  return fields.year >= 1000 ? write(layout, fields, known.zoneName) : formatter(style, zone).format(ms);
 }
 
 /** `2030-01-31` or an ISO timestamp → `31 January 2030`; anything else as it is. */

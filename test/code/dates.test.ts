@@ -74,6 +74,33 @@ test("instants as PostgreSQL's JSON writes them (an offset, 0 to 6 digits of fra
   t.is(checked, 3000);
 });
 
+test("instants written at their zone's own offset (UTC at +00:00, as the database writes them) read as Intl writes them", (t) => {
+  const next = random(13);
+  const offsetText = (zone: string, ms: number) => {
+    // `GMT+05:30`, or `GMT` for none.
+    const name = new Intl.DateTimeFormat('en-GB', { timeZone: zone, timeZoneName: 'longOffset' }).formatToParts(ms).find((p) => p.type === 'timeZoneName')!.value;
+    return name === 'GMT' ? '+00:00' : name.slice(3);
+  };
+  let checked = 0;
+  for (let i = 0; i < 2000; i++) {
+    const ms = Math.floor(Date.UTC(1990, 0, 1) + next() * (Date.UTC(2060, 0, 1) - Date.UTC(1990, 0, 1)));
+    const zone = zones[i % zones.length];
+    const offset = offsetText(zone, ms);
+    const minutes = (offset[0] === '-' ? -1 : 1) * (Number(offset.slice(1, 3)) * 60 + Number(offset.slice(4, 6)));
+    const text = `${new Date(ms + minutes * 60_000).toISOString().slice(0, 23)}${offset}`;
+    t.is(Date.parse(text), ms, text);
+    if (timeText(text, zone) !== intl(time, zone, ms)) return t.fail(`${text} in ${zone}: ${timeText(text, zone)}, Intl ${intl(time, zone, ms)}`);
+    if (dateText(text, zone) !== intl(short, zone, ms)) return t.fail(`${text} in ${zone} (short): ${dateText(text, zone)}`);
+    checked++;
+  }
+  // Not a day or not a time: as Date.parse reads them.
+  for (const text of ['2030-02-29T12:00:00+00:00', '2028-02-29T12:00:00+00:00', '2030-04-31T12:00:00+00:00', '2030-01-31T24:00:00+00:00']) {
+    const ms = Date.parse(text);
+    t.is(timeText(text), Number.isNaN(ms) ? text : intl(time, 'UTC', ms), text);
+  }
+  t.is(checked, 2000);
+});
+
 test('calendar dates are that day in any zone, every month named as Intl names it', (t) => {
   for (let m = 0; m < 12; m++) {
     for (const d of [1, 9, 10, 28]) {
