@@ -20,17 +20,20 @@ export interface PageCursorIds {
 /** The query string with some values changed (an empty or undefined value leaves its key out), keys in the query's order. */
 export function withQuery(path: string, query: Record<string, unknown>, changes: Record<string, string | number | undefined> = {}): string {
   let text = '';
-  const add = (key: string, value: unknown) => {
-    if (value === undefined || value === null || value === '' || (key === 'page' && Number(value) === 1)) return;
-    text += `${text ? '&' : ''}${formEncoded(key)}=${formEncoded(String(value))}`;
-  };
-  for (const key of Object.keys(query)) add(key, Object.hasOwn(changes, key) ? changes[key] : query[key]);
-  for (const key of Object.keys(changes)) if (!Object.hasOwn(query, key)) add(key, changes[key]);
+  for (const key in query) if (Object.hasOwn(query, key)) text = withParam(text, key, Object.hasOwn(changes, key) ? changes[key] : query[key]);
+  for (const key in changes) if (Object.hasOwn(changes, key) && !Object.hasOwn(query, key)) text = withParam(text, key, changes[key]);
   return text ? `${path}?${text}` : path;
 }
 
+function withParam(text: string, key: string, value: unknown): string {
+  if (value === undefined || value === null || value === '' || (key === 'page' && Number(value) === 1)) return text;
+  return `${text ? `${text}&` : ''}${formEncoded(key)}=${formEncoded(String(value))}`;
+}
+
 /** What URLSearchParams writes for a name or value; most (ids, statuses, page numbers) are written as they are. */
-const formEncoded = (text: string) => (/^[\w.*-]*$/.test(text) ? text : new URLSearchParams({ '': text }).toString().slice(1));
+const formEncoded = (text: string) => (plain.test(text) ? text : new URLSearchParams({ '': text }).toString().slice(1));
+
+const plain = /^[\w.*-]*$/;
 
 export interface PageOf {
   page: number;

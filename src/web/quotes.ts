@@ -77,9 +77,8 @@ export function quotePages({ db, config, mailer }: AppDeps): PageDef[] {
     const first = found.rows[0];
     const customer = !filters.customer_id ? null : first ? customerText(first) : await customerLabel(db, access, filters.customer_id);
     const all = quoteStatuses.reduce((sum, status) => sum + counts[status], 0);
-    const unpaged = { page: undefined, before: undefined, after: undefined };
     const tab = (status: QuoteStatus | undefined, label: string, count: number) =>
-      html`<li><a href="${withQuery('/app/quotes', query, { ...unpaged, status })}"${status === filters.status ? html` aria-current="page"` : ''}>${label}<span class="count">${count}</span></a></li>`;
+      html`<li><a href="${withQuery('/app/quotes', query, { status, page: undefined, before: undefined, after: undefined })}"${status === filters.status ? html` aria-current="page"` : ''}>${label}<span class="count">${count}</span></a></li>`;
     const filtered = Boolean(filters.status || filters.channel_id || filters.customer_id || filters.q);
     const validUntil = validities();
     const rows = found.rows.map(
@@ -118,7 +117,7 @@ export function quotePages({ db, config, mailer }: AppDeps): PageDef[] {
   <button type="submit">Filter</button>
   ${filtered ? html`<a class="button" href="/app/quotes">Clear</a>` : ''}
 </form>
-${customer ? html`<p class="muted">Quotes of <strong>${customer}</strong> · <a href="${withQuery('/app/quotes', query, { ...unpaged, customer_id: undefined })}">all customers</a></p>` : ''}
+${customer ? html`<p class="muted">Quotes of <strong>${customer}</strong> · <a href="${withQuery('/app/quotes', query, { customer_id: undefined, page: undefined, before: undefined, after: undefined })}">all customers</a></p>` : ''}
 ${table}
 ${pager('/app/quotes', query, found, 'quotes', cursorOf(found.rows))}`,
     });
