@@ -97,14 +97,21 @@ async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
  * by prepared.ts settingRead, on the embedded database by PGlite's thread (pglite-worker.ts `prepare`, with texts as
  * bytes, which may come back as Buffers). Its LIMIT is best written in (`skipBinding`): a generic plan guessing at a
  * LIMIT's value is dearer than the custom plans, so PostgreSQL would plan every run.
+ *
+ * `indexOrder`: sequential scans off too, for a statement whose reads must follow an index's order to stop early (the
+ * planner plans a subquery for all its rows, not for the LIMIT outside it that stops reading them).
  */
-export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder | CompiledSql): Promise<R[]> {
+export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder | CompiledSql, also: { indexOrder?: boolean } = {}): Promise<R[]> {
   const compiled = 'native' in query ? query : undefined;
   const statement = compiled ? db.raw(compiled.sql, compiled.bindings as Knex.RawBinding) : (query as Knex.QueryBuilder);
   const rows = async (pending: Knex.Raw | Knex.QueryBuilder): Promise<R[]> => (compiled ? (await pending).rows : await pending);
   if (db.isTransaction) return rows(statement);
-  if (db.client.config.client === 'pg') return settingRead<R>(db, compiled?.native ?? statement.toSQL().toNative(), 'set local enable_bitmapscan = off');
-  return rows(statement.options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, prepare: true }));
+  const settings: Record<string, string> = also.indexOrder ? { enable_bitmapscan: 'off', enable_seqscan: 'off' } : { enable_bitmapscan: 'off' };
+  if (db.client.config.client === 'pg') {
+    const setting = Object.entries(settings).map(([name, value]) => `set local ${name} = ${value}`).join('; ');
+    return settingRead<R>(db, compiled?.native ?? statement.toSQL().toNative(), setting);
+  }
+  return rows(statement.options({ textAsBytes: true, settings, prepare: true }));
 }
 
 /** numberedPage over an area's list (see ListQuery). */

@@ -113,13 +113,17 @@ export const QUOTE_RANGE_BITS = 10;
  * The select of the id `skip` quotes below the newest the caller may read, filtered (none past the end), from the
  * kept ranges (migration 20261128060000): their counts summed by range from the newest down to the range where the
  * skipped quotes end, then that range's quotes walked to the rest. A page typed in by number costs as much however
- * deep it is. Only for filters the counts keep (countsKept).
+ * deep it is. Only for filters the counts keep (countsKept). Its statement is read in index order (withoutBitmapScans
+ * `indexOrder`), so that the ranges are summed as the index (20261128100000) gives them, newest first, and no further
+ * than the range where the skip ends.
  */
 function keptFirstId(db: Db, access: Access, filters: Partial<QuoteFilters>): (skip: number) => Knex.QueryBuilder {
   return (skip) => {
+    // A range's count fits an int (at most 1,024 quotes), and their running sum a bigint: no numeric arithmetic.
     const ranges = readableCounts(db, access, filters, 'quote_ranges')
       .groupBy('c.bucket')
-      .select('c.bucket', db.raw('sum(c.n) as n'), db.raw('sum(sum(c.n)) over (order by c.bucket desc) as through'));
+      .orderBy('c.bucket', 'desc')
+      .select('c.bucket', db.raw('sum(c.n)::int as n'), db.raw('sum(sum(c.n)::int) over (order by c.bucket desc) as through'));
     // The range where the skip ends, and how many of its quotes, newest first, are skipped.
     const range = db.from(ranges.as('s')).where('s.through', '>', skip).orderBy('s.bucket', 'desc').limit(1, { skipBinding: true })
       .select('s.bucket', db.raw('(? - (s.through - s.n))::int as rest', [skip]));
@@ -202,7 +206,8 @@ export async function quoteListPage(db: Db, access: Access, filters: Partial<Quo
     skip: skip > 0 ? skip : undefined, before: cursor.before, after: cursor.after,
   };
   const statement = shapedStatement(db, `quote list page, channels ${access.channels}`, values, (v) => listPageStatement(db, access, v));
-  const [row] = await withoutBitmapScans<{ rows: string | Buffer; counts: string | Buffer; channels: string | Buffer }>(db, statement);
+  const indexOrder = values.skip !== undefined && cursor.before === undefined && cursor.after === undefined && countsKept(filters);
+  const [row] = await withoutBitmapScans<{ rows: string | Buffer; counts: string | Buffer; channels: string | Buffer }>(db, statement, { indexOrder });
   const found = (JSON.parse(`[${row.rows.toString()}]`) as unknown[][]).map(listRow);
   const counts = statusCounts(JSON.parse(row.counts.toString()) as Record<string, number>);
   const total = filters.status ? counts[filters.status] : quoteStatuses.reduce((sum, status) => sum + counts[status], 0);
