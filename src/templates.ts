@@ -88,7 +88,12 @@ export type Markup = string | number | boolean | null | undefined | Html | reado
 function markupText(value: Markup): string {
   if (typeof value === 'string') return escapeHtml(value);
   if (value instanceof Html) return value.html;
-  if (Array.isArray(value)) return value.map(markupText).join('');
+  if (Array.isArray(value)) {
+    // Added up rather than joined: a page is copied flat once, as it is sent, not once for each list in it as well.
+    let out = '';
+    for (const part of value) out += markupText(part);
+    return out;
+  }
   if (value === null || value === undefined || value === false || value === true) return '';
   return escapeHtml(value);
 }
