@@ -114,7 +114,7 @@ export const QUOTE_RANGE_BITS = 10;
  * kept ranges (migration 20261128060000): their counts summed by range from the newest down to the range where the
  * skipped quotes end, then that range's quotes walked to the rest. A page typed in by number costs as much however
  * deep it is. Only for filters the counts keep (countsKept). Its statement is read in index order (withoutBitmapScans
- * `indexOrder`), so that the ranges are summed as the index (20261128100000) gives them, newest first, and no further
+ * `indexOrder`), so that the ranges are summed as an index (20261128100000) gives them, newest first, and no further
  * than the range where the skip ends.
  */
 function keptFirstId(db: Db, access: Access, filters: Partial<QuoteFilters>): (skip: number) => Knex.QueryBuilder {
