@@ -105,15 +105,16 @@ test('a filtered list reads the table itself, and finds what the unfiltered one 
 test.serial('a products import vacuums the texts table it wrote twice, and the list reads each product once', async (t) => {
   const owner = await signUpOwner(app);
   const stats = async () =>
-    (await app.db.raw(`select vacuum_count::int as vacuums, n_dead_tup::int as dead from pg_stat_user_tables where relname = 'product_texts'`)).rows[0];
+    (await app.db.raw(`select vacuum_count::int as vacuums from pg_stat_user_tables where relname = 'product_texts'`)).rows[0];
   const before = await stats();
   const csv = 'product_sku,name,variant_sku,price\n' + Array.from({ length: 40 }, (_, i) => `IMP-${i},Imported ${i},IMP-${i}-A,${i + 1}.00\nIMP-${i},,IMP-${i}-B,${i + 2}.00`).join('\n') + '\n';
   const res = await owner.client.request('POST', '/api/v1/products/import', { raw: csv, contentType: 'text/csv' });
   t.is(res.status, 200, res.text);
   t.is(res.body.data.import.created, 80);
   const after = await stats();
+  // n_dead_tup is not asserted: the import's own counts reach the statistics when its backend next flushes them
+  // (at most once a second), which can be after the vacuum has reported, so it reads 40 with nothing dead.
   t.true(after.vacuums > before.vacuums, JSON.stringify({ before, after }));
-  t.is(after.dead, 0);
   const ids = (await app.db('products').where({ workspace_id: owner.workspace.id }).orderBy('id').select('id')).map((r: { id: number }) => r.id);
   t.is(ids.length, 40);
   await listMatches(t, owner, 'products', 'product', ids, 'imported');
