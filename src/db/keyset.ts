@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
-import { textsList, type ListQuery } from './list-query.js';
+import { LIST_READ_SETTINGS, setLocal, textsList, type ListQuery } from './list-query.js';
 import { copyRows, inlineSql, type LentText } from './copy-out.js';
 import { giveBackBytes } from './pglite-thread.js';
 import { assertTenancy } from './tenancy.js';
@@ -80,7 +80,7 @@ export function textPages(db: Db, texts: string, workspaceId: number): AsyncGene
 async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: LentText; n: number; lastId: number }> {
   const native = query.toSQL().toNative();
   assertTenancy(native.sql); // sent around knex, so around its check too; its text before the values are written in
-  const sql = `set local enable_bitmapscan = off; copy (${inlineSql(native)}) to stdout (format binary)`;
+  const sql = `${setLocal(LIST_READ_SETTINGS)}; copy (${inlineSql(native)}) to stdout (format binary)`;
   const connection = await db.client.acquireConnection();
   try {
     return await copyRows(connection, sql);
@@ -109,10 +109,10 @@ async function aggregatedPage(
   const [row] =
     db.client.config.client === 'pg'
       ? await db.transaction(async (trx) => {
-          await trx.raw('set local enable_bitmapscan = off');
+          await trx.raw(setLocal(LIST_READ_SETTINGS));
           return aggregate(trx);
         })
-      : await aggregate(db).options({ textAsBytes: true, settings: { enable_bitmapscan: 'off' }, ...keyset });
+      : await aggregate(db).options({ textAsBytes: true, settings: LIST_READ_SETTINGS, ...keyset });
   // From PGlite's thread, bytes lent: its reply buffer goes back to the thread once the page is sent.
   const text: JsonPage = Buffer.isBuffer(row.json) ? { chunks: [row.json], giveBack: giveBackBytes } : row.json;
   return { text, n: row.n, lastId: row.last_id };

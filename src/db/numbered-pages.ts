@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
 import { settingRead } from './prepared.js';
-import type { ListQuery } from './list-query.js';
+import { LIST_READ_SETTINGS, setLocal, type ListQuery } from './list-query.js';
 import type { CompiledSql } from './statement-shapes.js';
 
 /** Rows on a page of the app's HTML lists (the spec's page size for them). */
@@ -106,11 +106,8 @@ export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder | C
   const statement = compiled ? db.raw(compiled.sql, compiled.bindings as Knex.RawBinding) : (query as Knex.QueryBuilder);
   const rows = async (pending: Knex.Raw | Knex.QueryBuilder): Promise<R[]> => (compiled ? (await pending).rows : await pending);
   if (db.isTransaction) return rows(statement);
-  const settings: Record<string, string> = also.indexOrder ? { enable_bitmapscan: 'off', enable_seqscan: 'off' } : { enable_bitmapscan: 'off' };
-  if (db.client.config.client === 'pg') {
-    const setting = Object.entries(settings).map(([name, value]) => `set local ${name} = ${value}`).join('; ');
-    return settingRead<R>(db, compiled?.native ?? statement.toSQL().toNative(), setting);
-  }
+  const settings = also.indexOrder ? { ...LIST_READ_SETTINGS, enable_seqscan: 'off' } : LIST_READ_SETTINGS;
+  if (db.client.config.client === 'pg') return settingRead<R>(db, compiled?.native ?? statement.toSQL().toNative(), setLocal(settings));
   return rows(statement.options({ textAsBytes: true, settings, prepare: true }));
 }
 

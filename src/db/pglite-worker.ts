@@ -124,7 +124,7 @@ async function parsedName(sql: string): Promise<string | undefined> {
 
 function setLocal(settings: Record<string, string> = {}): string[] {
   return Object.entries(settings).map(([name, value]) => {
-    if (!/^\w+$/.test(name) || !/^\w+$/.test(value)) throw new Error(`not a setting: ${name} = ${value}`);
+    if (!/^\w+$/.test(name) || !/^[\w.]+$/.test(value)) throw new Error(`not a setting: ${name} = ${value}`);
     return `set local ${name} = ${value}`;
   });
 }

@@ -13,7 +13,7 @@ test.after.always(() => database?.close());
 
 const MIGRATION = '20261126180000_product_text_once';
 /** The migrations after it, rolled back first (newest first) and applied again with it. */
-const LATER = ['20261128100000_quote_ranges_by_bucket', '20261128060000_quote_count_ranges', '20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts', '20261127120000_workspace_time_zone', '20261127030000_references_with_workspace', '20261126220000_parent_keys_with_workspace', '20261126200000_list_texts'];
+const LATER = ['20261128120000_quotes_by_status', '20261128100000_quote_ranges_by_bucket', '20261128060000_quote_count_ranges', '20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts', '20261127120000_workspace_time_zone', '20261127030000_references_with_workspace', '20261126220000_parent_keys_with_workspace', '20261126200000_list_texts'];
 /** A product's text as the API renders it (the composite of 20261123180000), and its variants' part, from its rows. */
 const expected = `left(row_to_json(row(p.id, p.sku, p.name, p.type, p.status, p.brand, p.category, p.description,
     iso_time(p.created_at), iso_time(p.updated_at))::products_api)::text, -1) || ',"variants":[' ||

@@ -217,7 +217,7 @@ test('the migration counts the quotes already there, and rolls back', async (t) 
     if (!files.length) break;
     rolledBack.push(...files.map((file) => file.replace(/^.*\//, '').replace(/\.js$/, '')));
   }
-  t.deepEqual(rolledBack, ['20261128100000_quote_ranges_by_bucket', '20261128060000_quote_count_ranges', '20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts']);
+  t.deepEqual(rolledBack, ['20261128120000_quotes_by_status', '20261128100000_quote_ranges_by_bucket', '20261128060000_quote_count_ranges', '20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts']);
   t.false((await knex.raw(`select to_regclass('quote_counts') is not null as present`)).rows[0].present);
   t.false((await knex.raw(`select to_regclass('quote_ranges') is not null as present`)).rows[0].present);
   for (const name of ['One', 'Two']) {

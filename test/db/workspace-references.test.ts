@@ -131,7 +131,7 @@ test('the migration rolls back and forward with rows in place', async (t) => {
     if (!files.length) break;
     rolledBack.push(...files.map((file) => file.replace(/^.*\//, '').replace(/\.js$/, '')));
   }
-  t.deepEqual(rolledBack, ['20261128100000_quote_ranges_by_bucket', '20261128060000_quote_count_ranges', '20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts', '20261127120000_workspace_time_zone', '20261127030000_references_with_workspace']);
+  t.deepEqual(rolledBack, ['20261128120000_quotes_by_status', '20261128100000_quote_ranges_by_bucket', '20261128060000_quote_count_ranges', '20261128020000_quote_create_function', '20261127210000_quote_answers_reminders', '20261127200000_workspace_profiles', '20261127190000_ops_counters', '20261127160000_quote_counts', '20261127120000_workspace_time_zone', '20261127030000_references_with_workspace']);
   const before = await references(knex);
   t.true(before.some((r) => r.name === 'quotes_customer_id_foreign'), 'rolled back: the single-column key is back');
   const [{ id: ws }] = (await knex.raw(`insert into workspaces (name, slug, public_key, secret_key_hash) values ('R', 'refs-migration', 'pk_r', 'h_r') returning id`)).rows;
