@@ -111,24 +111,26 @@ export const QUOTE_RANGE_BITS = 10;
 
 /**
  * The select of the id `skip` quotes below the newest the caller may read, filtered (none past the end), from the
- * kept ranges (migration 20261128060000): their counts summed from the newest range down to the range where the
- * skipped quotes end, then that range's quotes walked to the one wanted. A page typed in by number costs as much
- * however deep it is. Only for filters the counts keep (countsKept). Its statement is read in index order
- * (withoutBitmapScans `indexOrder`), so that the ranges are summed as an index (20261128100000) gives them, newest
- * first, and no further than the range where the skip ends.
+ * kept ranges (migration 20261128060000): their counts summed by range from the newest down to the range where the
+ * skipped quotes end, then that range's quotes walked to the rest. A page typed in by number costs as much however
+ * deep it is. Only for filters the counts keep (countsKept). Its statement is read in index order (withoutBitmapScans
+ * `indexOrder`), so that the ranges are summed as an index (20261128100000) gives them, newest first, and no further
+ * than the range where the skip ends.
  */
 function keptFirstId(db: Db, access: Access, filters: Partial<QuoteFilters>): (skip: number) => Knex.QueryBuilder {
   return (skip) => {
-    // The quotes in a range and every newer one (a range's rows, one a channel, are peers in the running sum), summed
-    // as read: no grouping of the ranges first.
-    const ranges = readableCounts(db, access, filters, 'quote_ranges').select('c.bucket', db.raw('sum(c.n) over (order by c.bucket desc) as through'));
-    // The range where the skip ends, and how many of its quotes lie below the one wanted.
+    // A range's count fits an int (at most 1,024 quotes), and their running sum a bigint: no numeric arithmetic. Grouped
+    // first: the running sum then has a row a range, not one for each status and channel in it.
+    const ranges = readableCounts(db, access, filters, 'quote_ranges')
+      .groupBy('c.bucket')
+      .orderBy('c.bucket', 'desc')
+      .select('c.bucket', db.raw('sum(c.n)::int as n'), db.raw('sum(sum(c.n)::int) over (order by c.bucket desc rows unbounded preceding) as through'));
+    // The range where the skip ends, and how many of its quotes, newest first, are skipped.
     const range = db.from(ranges.as('s')).where('s.through', '>', skip).orderBy('s.bucket', 'desc').limit(1, { skipBinding: true })
-      .select('s.bucket', db.raw('(s.through - ? - 1)::int as below', [skip]));
-    // Walked up from the range's first id: a newer range's quotes come after all of its own. knex takes a raw offset
-    // (from the lateral's left side), though its types say a number.
-    const within = readableQuotes(db, access, filters).where('q.id', '>=', db.raw(`f.bucket << ${QUOTE_RANGE_BITS}`))
-      .orderBy('q.id', 'asc').offset(db.raw('f.below') as unknown as number).limit(1, { skipBinding: true }).select('q.id');
+      .select('s.bucket', db.raw('(? - (s.through - s.n))::int as rest', [skip]));
+    // knex takes a raw offset (the range's rest, from the lateral's left side), though its types say a number.
+    const within = readableQuotes(db, access, filters).where('q.id', '<', db.raw(`(f.bucket + 1) << ${QUOTE_RANGE_BITS}`))
+      .orderBy('q.id', 'desc').offset(db.raw('f.rest') as unknown as number).limit(1, { skipBinding: true }).select('q.id');
     return db.from(db.raw('? as f cross join lateral ? as x', [range, within])).select('x.id');
   };
 }
