@@ -34,10 +34,10 @@ export type JsonPage = string | Buffer | LentText;
  * PostgreSQL before 16 sorts an ordered aggregate's input even when it arrives sorted, a large share of a long
  * list's time in the database (see productText for the variants' own aggregate).
  *
- * Each page runs with bitmap scans off: before a table has statistics (a fresh import) the planner
- * guesses a few hundred rows for `workspace_id = ? and id > ?` and fetches every remaining row of the
- * workspace through a bitmap, then sorts them for the first page, quadratic over the list; the ordered index
- * scan reads only the page's rows.
+ * Each page runs with the list settings (LIST_READ_SETTINGS, list-query.ts), bitmap scans off among them: before a
+ * table has statistics (a fresh import) the planner guesses a few hundred rows for `workspace_id = ? and id > ?` and
+ * fetches every remaining row of the workspace through a bitmap, then sorts them for the first page, quadratic over
+ * the list; the ordered index scan reads only the page's rows.
  *
  * On PostgreSQL through node-postgres a page is one round trip, the page query's rows (id, text) through
  * `COPY … TO STDOUT (FORMAT binary)`, joined as they arrive and kept as bytes (db/copy-out.ts): node-postgres decodes every
@@ -90,8 +90,8 @@ async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: Len
 }
 
 /**
- * The page as one `string_agg` value, with bitmap scans off for it: on the embedded database, and inside a
- * transaction. On the embedded database it is one round trip to PGlite's thread (setting, statement and
+ * The page as one `string_agg` value, with the list settings for it: on the embedded database, and inside a
+ * transaction. On the embedded database it is one round trip to PGlite's thread (settings, statement and
  * transaction together) and its text arrives as bytes (db/pglite-wire.ts), sent on as they are, as COPY's are on
  * PostgreSQL, and the buffer they arrived in goes back to the thread for a later page once they are sent
  * (db/pglite-thread.ts `giveBackBytes`). Outside a transaction the page names its place, `keyset: { after, rows }`: PGlite's thread, finding them as the statement's last two values,

@@ -80,28 +80,26 @@ export function pageRowsQuery(
 }
 
 /**
- * The page's rows (their `json` texts, parsed), read with bitmap scans off as keyset.ts reads its pages, and for its
- * reason: before a table has statistics (a fresh import) the planner fetches every row of the workspace through a
- * bitmap and sorts them all, where the ordered index scan reads only the rows up to the page's end. The setting is
- * the statement's alone (withoutBitmapScans). In the caller's transaction it would outlast the page: there the plan
- * is the planner's.
+ * The page's rows (their `json` texts, parsed), read as keyset.ts reads its pages, with the list settings
+ * (LIST_READ_SETTINGS, list-query.ts), the statement's alone (listRead). In the caller's transaction they would
+ * outlast the page: there the plan is the planner's.
  */
 async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
-  const rows = await withoutBitmapScans<{ json: string | Buffer }>(db, query);
+  const rows = await listRead<{ json: string | Buffer }>(db, query);
   return rows.map((r) => JSON.parse(r.json.toString()) as T);
 }
 
 /**
- * A query's rows, read with bitmap scans off (see pageRows), in one round trip, the statement prepared once per
- * connection so that a page's shape is parsed once and planned under the setting, not on every request: on PostgreSQL
- * by prepared.ts settingRead, on the embedded database by PGlite's thread (pglite-worker.ts `prepare`, with texts as
- * bytes, which may come back as Buffers). Its LIMIT is best written in (`skipBinding`): a generic plan guessing at a
- * LIMIT's value is dearer than the custom plans, so PostgreSQL would plan every run.
+ * A list's read: a query's rows under the list settings (LIST_READ_SETTINGS), in one round trip, the statement
+ * prepared once per connection so that a page's shape is parsed once and planned under the settings, not on every
+ * request: on PostgreSQL by prepared.ts settingRead, on the embedded database by PGlite's thread (pglite-worker.ts
+ * `prepare`, with texts as bytes, which may come back as Buffers). Its LIMIT is best written in (`skipBinding`): a
+ * generic plan guessing at a LIMIT's value is dearer than the custom plans, so PostgreSQL would plan every run.
  *
  * `indexOrder`: sequential scans off too, for a statement whose reads must follow an index's order to stop early (the
  * planner plans a subquery for all its rows, not for the LIMIT outside it that stops reading them).
  */
-export async function withoutBitmapScans<R>(db: Db, query: Knex.QueryBuilder | CompiledSql, also: { indexOrder?: boolean } = {}): Promise<R[]> {
+export async function listRead<R>(db: Db, query: Knex.QueryBuilder | CompiledSql, also: { indexOrder?: boolean } = {}): Promise<R[]> {
   const compiled = 'native' in query ? query : undefined;
   const statement = compiled ? db.raw(compiled.sql, compiled.bindings as Knex.RawBinding) : (query as Knex.QueryBuilder);
   const rows = async (pending: Knex.Raw | Knex.QueryBuilder): Promise<R[]> => (compiled ? (await pending).rows : await pending);

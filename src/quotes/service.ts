@@ -4,7 +4,7 @@ import { userOf, type Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { listPages, type JsonPage } from '../db/keyset.js';
 import { textsList, type ListQuery } from '../db/list-query.js';
-import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, pageSkip, withoutBitmapScans, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
+import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, pageSkip, listRead, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { emit, functionEventId } from '../events/outbox.js';
@@ -113,7 +113,7 @@ export const QUOTE_RANGE_BITS = 10;
  * The select of the id `skip` quotes below the newest the caller may read, filtered (none past the end), from the
  * kept ranges (migration 20261128060000): their counts summed by range from the newest down to the range where the
  * skipped quotes end, then that range's quotes walked to the rest. A page typed in by number costs as much however
- * deep it is. Only for filters the counts keep (countsKept). Its statement is read in index order (withoutBitmapScans
+ * deep it is. Only for filters the counts keep (countsKept). Its statement is read in index order (listRead
  * `indexOrder`), so that the ranges are summed as an index (20261128100000) gives them, newest first, and no further
  * than the range where the skip ends.
  */
@@ -208,7 +208,7 @@ export async function quoteListPage(db: Db, access: Access, filters: Partial<Quo
   };
   const statement = shapedStatement(db, `quote list page, channels ${access.channels}`, values, (v) => listPageStatement(db, access, v));
   const indexOrder = values.skip !== undefined && cursor.before === undefined && cursor.after === undefined && countsKept(filters);
-  const [row] = await withoutBitmapScans<{ rows: string | Buffer; counts: string | Buffer; channels: string | Buffer }>(db, statement, { indexOrder });
+  const [row] = await listRead<{ rows: string | Buffer; counts: string | Buffer; channels: string | Buffer }>(db, statement, { indexOrder });
   const found = (JSON.parse(`[${row.rows.toString()}]`) as unknown[][]).map(listRow);
   const counts = statusCounts(JSON.parse(row.counts.toString()) as Record<string, number>);
   const total = filters.status ? counts[filters.status] : quoteStatuses.reduce((sum, status) => sum + counts[status], 0);

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { preparedQuery } from '../../src/db/prepared.js';
-import { withoutBitmapScans } from '../../src/db/numbered-pages.js';
+import { listRead } from '../../src/db/numbered-pages.js';
 import { freshDatabase, type TestDatabase } from '../helpers/database.js';
 
 // A prepared statement must answer exactly as the same text without a name: on PostgreSQL node-postgres prepares
@@ -81,33 +81,34 @@ test.serial('a NOTIFY sent by a prepared statement outside a transaction reaches
   t.deepEqual(heard.filter((payload) => payload !== 'ping'), ['first', 'second', 'last']);
 });
 
-// A list page's read (withoutBitmapScans): its setting and its statement in one round trip, the statement prepared once
+// A list page's read (listRead): its settings and its statement in one round trip, the statement prepared once
 // per connection (SQL's PREPARE on PostgreSQL, a named statement in PGlite's thread).
 const settingAndRows = (knex: TestDatabase['knex'], label: string) =>
-  withoutBitmapScans<{ setting: string | Buffer; label: string | Buffer; n: number }>(
+  listRead<{ setting: string | Buffer; cost: string | Buffer; label: string | Buffer; n: number }>(
     knex,
-    knex.select(knex.raw(`current_setting('enable_bitmapscan') as setting`), 'label', 'n').from('prepared_probe').where('label', label).limit(1, { skipBinding: true }),
+    knex.select(knex.raw(`current_setting('enable_bitmapscan') as setting`), knex.raw(`current_setting('random_page_cost') as cost`), 'label', 'n').from('prepared_probe').where('label', label).limit(1, { skipBinding: true }),
   );
 
-test.serial('a list read answers as the plain query, with bitmap scans off, over more runs than plans are made for', async (t) => {
+test.serial('a list read answers as the plain query, with bitmap scans off and cached page reads, over more runs than plans are made for', async (t) => {
   const knex = database.knex;
   await knex('prepared_probe').insert([{ n: 41, label: 'read a' }, { n: 42, label: 'read b' }]);
   for (let i = 0; i < 12; i++) {
     const label = i % 2 === 0 ? 'read a' : 'read b';
     const [row] = await settingAndRows(knex, label);
     t.is(row.setting.toString(), 'off', `run ${i}: the setting holds for the statement`);
+    t.is(row.cost.toString(), '1.1', `run ${i}`);
     t.is(row.label.toString(), label, `run ${i}`);
     t.is(row.n, i % 2 === 0 ? 41 : 42, `run ${i}`);
   }
-  const [after] = (await knex.raw(`select current_setting('enable_bitmapscan') as setting`)).rows;
-  t.is(after.setting, 'on', 'the setting did not outlast the read');
+  const [after] = (await knex.raw(`select current_setting('enable_bitmapscan') as setting, current_setting('random_page_cost') as cost`)).rows;
+  t.deepEqual({ ...after }, { setting: 'on', cost: '4' }, 'the settings did not outlast the read');
 });
 
 test.serial('a list read whose value no context types, and one that fails, answer as the plain query', async (t) => {
   const knex = database.knex;
-  const untyped = () => withoutBitmapScans<{ v: string | Buffer }>(knex, knex.select(knex.raw('? as v', ['plain'])));
+  const untyped = () => listRead<{ v: string | Buffer }>(knex, knex.select(knex.raw('? as v', ['plain'])));
   for (let i = 0; i < 2; i++) t.is((await untyped())[0].v.toString(), 'plain', `run ${i}`);
-  const divide = (by: number) => withoutBitmapScans<{ v: number }>(knex, knex.select(knex.raw('(100 / ?::int)::int as v', [by])));
+  const divide = (by: number) => listRead<{ v: number }>(knex, knex.select(knex.raw('(100 / ?::int)::int as v', [by])));
   t.like((await t.throwsAsync(divide(0))) as unknown as Record<string, unknown>, { code: '22012' });
   t.is((await divide(4))[0].v, 25, 'the statement runs again after its error');
   t.like((await t.throwsAsync(divide(0))) as unknown as Record<string, unknown>, { code: '22012' });

@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { Knex } from 'knex';
-import { withoutBitmapScans } from '../../src/db/numbered-pages.js';
+import { listRead } from '../../src/db/numbered-pages.js';
 import { scoped, whereExact, whereSearch } from '../../src/db/scoped.js';
 import { shapedStatement } from '../../src/db/statement-shapes.js';
 import { signUpOwner, type Owner } from '../helpers/app.js';
@@ -45,7 +45,7 @@ function counted(shape: string, search: boolean) {
     const query = whereExact(scoped(app.db, 'quotes as q', v.workspaceId), { 'q.status': v.status });
     return (search ? whereSearch(query, ['q.customer_name'], v.q) : query).orderBy('q.id', 'desc').select('q.id');
   };
-  const run = async (values: Values) => (await withoutBitmapScans<{ id: number }>(app.db, shapedStatement(app.db, shape, values, build))).map((r) => r.id);
+  const run = async (values: Values) => (await listRead<{ id: number }>(app.db, shapedStatement(app.db, shape, values, build))).map((r) => r.id);
   return { run, builds: () => builds };
 }
 
