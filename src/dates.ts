@@ -100,9 +100,36 @@ interface ZoneDay {
   zoneName: string;
 }
 
-/** By zone, then by the UTC day's start (ms): a zone's offset over that day. */
-const zoneDays = new Map<string, Map<number, ZoneDay | null>>();
-let zoneDaysSize = 0;
+/**
+ * Values by two keys, each computed once. Cleared whole past `limit` entries: a bound, not an eviction policy
+ * (refilling costs a computation a value).
+ */
+class TwoKeyCache<A, B, V> {
+  private readonly values = new Map<A, Map<B, V>>();
+  private size = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly compute: (a: A, b: B) => V,
+  ) {}
+
+  get(a: A, b: B): V {
+    let inner = this.values.get(a);
+    let value = inner?.get(b);
+    if (value === undefined) {
+      if (this.size >= this.limit) {
+        this.values.clear();
+        this.size = 0;
+        inner = undefined;
+      }
+      if (!inner) this.values.set(a, (inner = new Map()));
+      value = this.compute(a, b);
+      inner.set(b, value);
+      this.size++;
+    }
+    return value;
+  }
+}
 
 /** Days from 1970-01-01 to a day of the proleptic Gregorian calendar (month 0 – 11), by arithmetic rather than a Date. */
 function daysFromCivil(year: number, month: number, day: number): number {
@@ -147,24 +174,10 @@ function readZoneDay(zone: string, start: number): ZoneDay | null {
   return agrees(start) && agrees(end) ? { offset, zoneName } : null;
 }
 
-function zoneDay(zone: string, ms: number): ZoneDay | null {
-  const start = Math.floor(ms / DAY) * DAY;
-  let days = zoneDays.get(zone);
-  let found = days?.get(start);
-  if (found === undefined) {
-    if (zoneDaysSize >= 10_000) {
-      // A bound, not an eviction policy: refilling costs a read a day.
-      zoneDays.clear();
-      zoneDaysSize = 0;
-      days = undefined;
-    }
-    if (!days) zoneDays.set(zone, (days = new Map()));
-    found = readZoneDay(zone, start);
-    days.set(start, found);
-    zoneDaysSize++;
-  }
-  return found;
-}
+/** By zone, then by the UTC day's start (ms): a zone's offset over that day. */
+const zoneDays = new TwoKeyCache<string, number, ZoneDay | null>(10_000, readZoneDay);
+
+const zoneDay = (zone: string, ms: number): ZoneDay | null => zoneDays.get(zone, Math.floor(ms / DAY) * DAY);
 
 const digit = (text: string, at: number) => text.charCodeAt(at) - 48;
 const number2 = (text: string, at: number) => digit(text, at) * 10 + digit(text, at + 1);
@@ -205,29 +218,11 @@ const daysInMonth = (year: number, month: number) => (month === 1 && year % 4 ==
 
 const calendarDate = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-/** Calendar dates' texts by style: a day is written the same in every zone, and lists show the same days again. */
-const dayTexts = new Map<Style, Map<string, string>>();
-let dayTextsSize = 0;
-
-function dayText(style: Style, value: string): string | null {
-  let days = dayTexts.get(style);
-  let text = days?.get(value);
-  if (text === undefined) {
-    const day = calendarDate.exec(value);
-    if (!day) return null;
-    if (dayTextsSize >= 10_000) {
-      // A bound, as zoneDays has.
-      dayTexts.clear();
-      dayTextsSize = 0;
-      days = undefined;
-    }
-    if (!days) dayTexts.set(style, (days = new Map()));
-    text = writeDay(style, Number(day[1]), Number(day[2]) - 1, Number(day[3])) ?? value;
-    days.set(value, text);
-    dayTextsSize++;
-  }
-  return text;
-}
+/** Calendar dates' texts by style (null: not a calendar date): a day is written the same in every zone, and lists show the same days again. */
+const dayTexts = new TwoKeyCache<Style, string, string | null>(10_000, (style, value) => {
+  const day = calendarDate.exec(value);
+  return day ? (writeDay(style, Number(day[1]), Number(day[2]) - 1, Number(day[3])) ?? value) : null;
+});
 
 function writeDay(style: Style, year: number, month: number, date: number): string | null {
   const ms = Date.UTC(year, month, date);
@@ -240,7 +235,7 @@ function writeDay(style: Style, year: number, month: number, date: number): stri
 function format(style: Style, value: unknown, timeZone: string | null | undefined): string {
   if (typeof value !== 'string' || !value) return typeof value === 'string' ? value : '';
   if (value.length === 10) {
-    const text = dayText(style, value);
+    const text = dayTexts.get(style, value);
     if (text !== null) return text;
   }
   const layout = layoutOf(style);

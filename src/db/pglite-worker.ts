@@ -4,11 +4,11 @@
  * Requests come from pglite-thread.ts in order and PGlite runs them in that order; one knex connection
  * (knex-pglite's pool of one) keeps each transaction's statements together.
  */
-import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions, type Results } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import type { ThreadRequest, ThreadReply, ThreadOptions, WireError } from './pglite-thread.js';
+import { readStatementName } from './read-names.js';
 import { parseNamed, queryTextAsBytes, rawReply, readReply, ReplySize, reusePageReply } from './pglite-wire.js';
 
 const port = parentPort!;
@@ -111,7 +111,7 @@ async function parsedName(sql: string): Promise<string | undefined> {
   const known = parsedReads.get(sql);
   if (known !== undefined) return known ?? undefined;
   if (parsedReads.size >= MAX_PARSED_READS) return undefined;
-  const name = `quoting_read_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+  const name = readStatementName(sql);
   try {
     await parseNamed(pglite, name, sql);
     parsedReads.set(sql, name);

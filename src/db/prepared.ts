@@ -3,7 +3,7 @@ import { usesTransactionPooler, type Db } from './database.js';
 import { PoolerMismatch } from './pooler.js';
 import { assertTenancy } from './tenancy.js';
 import { inlineSql } from './copy-out.js';
-import { sha256 } from '../crypto.js';
+import { readStatementName } from './read-names.js';
 
 /** Values of a prepared statement: by the names its text uses (`:name`), or in the order of its `?`, as knex's bindings. */
 export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];
@@ -101,7 +101,7 @@ function readName(sql: string): string {
   let name = readNames.get(sql);
   if (!name) {
     if (readNames.size >= 4 * MAX_PREPARED_READS) readNames.clear(); // a bound, not an eviction policy
-    readNames.set(sql, (name = `quoting_read_${sha256(sql).slice(0, 24)}`));
+    readNames.set(sql, (name = readStatementName(sql)));
   }
   return name;
 }

@@ -122,3 +122,20 @@ test('what is not a date is shown as it is; nothing is shown for no value', (t) 
   // A zone this runtime does not know reads as UTC.
   t.is(timeText('2030-01-31T15:05:00Z', 'Mars/Olympus_Mons'), intl(time, 'UTC', Date.UTC(2030, 0, 31, 15, 5)));
 });
+
+test('more days than the caches keep (10,000) read as Intl writes them, before and after the caches are emptied', (t) => {
+  const start = Date.UTC(2001, 0, 1);
+  for (let round = 0; round < 2; round++) {
+    for (let d = 0; d < 12_000; d += 1) {
+      const ms = start + d * 86_400_000 + 13 * 3_600_000;
+      const day = new Date(ms).toISOString().slice(0, 10);
+      // Every day through the caches; every 97th compared with Intl, in both rounds.
+      const text = dateText(day);
+      const instant = timeText(new Date(ms).toISOString(), 'Europe/Paris');
+      if (d % 97 === 0) {
+        t.is(text, intl(short, 'UTC', ms - 13 * 3_600_000), `${day}, round ${round}`);
+        t.is(instant, intl(time, 'Europe/Paris', ms), `${day} 13:00Z, round ${round}`);
+      }
+    }
+  }
+});
