@@ -1,6 +1,6 @@
 /**
  * Where an embedded list's time goes in PGlite's thread, apart from threads, sockets and HTTP. For each list, the
- * app's page queries (src/db/keyset.ts: 2,000 rows by id, their texts joined by `string_agg`, bitmap scans off, the
+ * app's page queries (src/db/keyset.ts: 2,000 rows by id, their texts joined by `string_agg`, with the list settings, the
  * reply read off the wire as the thread reads it, src/db/pglite-wire.ts) are run on three tables of one PGlite, on a
  * data directory seeded as bench/lists.ts seeds it (without statistics):
  *   A: the list's own table (its text the last of its columns), as a filtered list reads it, and as an unfiltered
@@ -23,6 +23,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/keyset.js';
+import { LIST_READ_SETTINGS, setLocal } from '../src/db/list-query.js';
 import type { PgliteThread } from '../src/db/pglite-thread.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';
@@ -54,7 +55,7 @@ async function readList(db: PGlite, table: string, column: string, workspaceId: 
   let after = 0;
   let bytes = 0;
   for (;;) {
-    const { rows: [page] } = await queryTextAsBytes(db, sql, [workspaceId, after], { before: 'begin; set local enable_bitmapscan = off', after: 'commit' });
+    const { rows: [page] } = await queryTextAsBytes(db, sql, [workspaceId, after], { before: `begin; ${setLocal(LIST_READ_SETTINGS)}`, after: 'commit' });
     if (!page.n) break;
     bytes += (page.json as Buffer).length;
     after = page.last_id as number;
@@ -142,7 +143,7 @@ runBench(async () => {
   // What one page's round trip to PGlite's thread costs, without the page: an empty query sent as a page is (through
   // knex), and the same call made to the thread directly (what knex and its pool add), alternated.
   const thread = (served.knex.client.config.connection as () => { pglite: PgliteThread })().pglite;
-  const options = { textAsBytes: true, settings: { enable_bitmapscan: 'off' } };
+  const options = { textAsBytes: true, settings: LIST_READ_SETTINGS };
   const trips: Record<'knex' | 'direct', number[]> = { knex: [], direct: [] };
   for (let round = 0; round < rounds; round++) {
     let started = performance.now();
