@@ -23,7 +23,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { EMBEDDED_PAGE_ROWS, textPages, type JsonPage } from '../src/db/keyset.js';
-import { LIST_READ_SETTINGS, setLocal } from '../src/db/list-query.js';
+import { LIST_READ_SETTINGS, setLocal } from '../src/db/list-reads.js';
 import type { PgliteThread } from '../src/db/pglite-thread.js';
 import { queryTextAsBytes } from '../src/db/pglite-wire.js';
 import { SEEDED_TABLES, seedCustomers, seedProducts } from './lists-seed.js';

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
-import { LIST_READ_SETTINGS, setLocal, textsList, type ListQuery } from './list-query.js';
+import { textsList, type ListQuery } from './list-query.js';
+import { LIST_READ_SETTINGS, setLocal } from './list-reads.js';
 import { copyRows, inlineSql, type LentText } from './copy-out.js';
 import { giveBackBytes } from './pglite-thread.js';
 import { assertTenancy } from './tenancy.js';
@@ -34,7 +35,7 @@ export type JsonPage = string | Buffer | LentText;
  * PostgreSQL before 16 sorts an ordered aggregate's input even when it arrives sorted, a large share of a long
  * list's time in the database (see productText for the variants' own aggregate).
  *
- * Each page runs with the list settings (LIST_READ_SETTINGS, list-query.ts), bitmap scans off among them: before a
+ * Each page runs with the list settings (LIST_READ_SETTINGS, list-reads.ts), bitmap scans off among them: before a
  * table has statistics (a fresh import) the planner guesses a few hundred rows for `workspace_id = ? and id > ?` and
  * fetches every remaining row of the workspace through a bitmap, then sorts them for the first page, quadratic over
  * the list; the ordered index scan reads only the page's rows.

@@ -24,15 +24,3 @@ export function textsList(db: Db, texts: string, workspaceId: number): ListQuery
   return { base: () => scoped(db, `${texts} as t`, workspaceId), idColumn: 't.id', json: 't.json' };
 }
 
-/**
- * How a list's statements are planned, in both forms: bitmap scans off (before a table has statistics, a fresh
- * import, the planner fetches every row of the workspace through a bitmap and sorts them all, where the ordered index
- * scan reads only the rows up to the page's end), and an index's reads of the table priced as the cached reads they
- * are (random_page_cost 1.1, PostgreSQL's advice for storage without seeks): at the default of 4 the planner walks
- * the primary key and filters out most of its rows rather than read a filter's own index (quotes by status).
- */
-export const LIST_READ_SETTINGS: Readonly<Record<string, string>> = { enable_bitmapscan: 'off', random_page_cost: '1.1' };
-
-/** Settings as the `set local …` statements that apply them to PostgreSQL's current transaction, joined by `; `. */
-export const setLocal = (settings: Readonly<Record<string, string>>): string =>
-  Object.entries(settings).map(([name, value]) => `set local ${name} = ${value}`).join('; ');

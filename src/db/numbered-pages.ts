@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
 import { settingRead } from './prepared.js';
-import { LIST_READ_SETTINGS, setLocal, type ListQuery } from './list-query.js';
+import type { ListQuery } from './list-query.js';
+import { LIST_READ_SETTINGS, setLocal } from './list-reads.js';
 import type { CompiledSql } from './statement-shapes.js';
 
 /** Rows on a page of the app's HTML lists (the spec's page size for them). */
@@ -81,7 +82,7 @@ export function pageRowsQuery(
 
 /**
  * The page's rows (their `json` texts, parsed), read as keyset.ts reads its pages, with the list settings
- * (LIST_READ_SETTINGS, list-query.ts), the statement's alone (listRead). In the caller's transaction they would
+ * (LIST_READ_SETTINGS, list-reads.ts), the statement's alone (listRead). In the caller's transaction they would
  * outlast the page: there the plan is the planner's.
  */
 async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {

@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions, type Results } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import type { ThreadRequest, ThreadReply, ThreadOptions, WireError } from './pglite-thread.js';
-import { readStatementName } from './read-names.js';
+import { readStatementName, setLocalStatements } from './list-reads.js';
 import { parseNamed, queryTextAsBytes, rawReply, readReply, ReplySize, reusePageReply } from './pglite-wire.js';
 
 const port = parentPort!;
@@ -86,7 +86,7 @@ async function namedQuery(name: string, sql: string, params: unknown[] = []): Pr
  */
 async function bytesQuery(sql: string, params: unknown[] | undefined, settings: Record<string, string> = {}, prepare = false): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
   const { buffer, notifications, ...result } = await pglite.runExclusive(async () => {
-    const set = setLocal(settings);
+    const set = setLocalStatements(settings);
     const own = set.length > 0 && !pglite.isInTransaction();
     // Parsed under a name outside a transaction only: a text that fails to parse would abort one.
     const statement = prepare && !pglite.isInTransaction() ? await parsedName(sql) : undefined;
@@ -122,12 +122,6 @@ async function parsedName(sql: string): Promise<string | undefined> {
   }
 }
 
-function setLocal(settings: Record<string, string> = {}): string[] {
-  return Object.entries(settings).map(([name, value]) => {
-    if (!/^\w+$/.test(name) || !/^[\w.]+$/.test(value)) throw new Error(`not a setting: ${name} = ${value}`);
-    return `set local ${name} = ${value}`;
-  });
-}
 
 /**
  * A statement of another knex connection while a transaction is open (pglite-thread.ts PgliteSessions): run inside
@@ -140,7 +134,7 @@ async function interleavedQuery(request: PageRequest): Promise<Answer> {
   const textAsBytes = options.textAsBytes === true;
   const inside = await pglite.runExclusive(async () => {
     if (!pglite.isInTransaction()) return null;
-    const before = ['savepoint quoting_read', 'set local transaction_read_only = on', ...setLocal(options.settings as Record<string, string> | undefined)];
+    const before = ['savepoint quoting_read', 'set local transaction_read_only = on', ...setLocalStatements((options.settings as Record<string, string> | undefined) ?? {})];
     return queryTextAsBytes(pglite, request.sql, request.params, { before: before.join('; '), after: 'rollback to savepoint quoting_read; release savepoint quoting_read', textAsBytes });
   });
   if (!inside) return run({ ...request, options: Object.keys(options).length ? options : undefined });

@@ -3,7 +3,7 @@ import { usesTransactionPooler, type Db } from './database.js';
 import { PoolerMismatch } from './pooler.js';
 import { assertTenancy } from './tenancy.js';
 import { inlineSql } from './copy-out.js';
-import { readStatementName } from './read-names.js';
+import { readStatementName } from './list-reads.js';
 
 /** Values of a prepared statement: by the names its text uses (`:name`), or in the order of its `?`, as knex's bindings. */
 export type PreparedValues = Record<string, Knex.Value> | readonly Knex.Value[];

@@ -4,7 +4,7 @@ import { userOf, type Access } from '../access.js';
 import type { Db } from '../db/database.js';
 import { listPages, type JsonPage } from '../db/keyset.js';
 import { textsList, type ListQuery } from '../db/list-query.js';
-import { NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, pageSkip, listRead, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
+import { listRead, NUMBERED_PAGE_SIZE, numberedListPage, pageRowsQuery, pageSkip, type NumberedPage, type PageCursor } from '../db/numbered-pages.js';
 import { scoped, unfiltered, whereExact, whereSearch } from '../db/scoped.js';
 import { Conflict, NotFound, Validation } from '../errors.js';
 import { emit, functionEventId } from '../events/outbox.js';
