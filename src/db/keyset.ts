@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from './database.js';
 import { textsList, type ListQuery } from './list-query.js';
-import { LIST_READ_SETTINGS, setLocal } from './list-reads.js';
+import { LIST_READ_SETTINGS, LIST_READ_SQL } from './list-reads.js';
 import { copyRows, inlineSql, type LentText } from './copy-out.js';
 import { giveBackBytes } from './pglite-thread.js';
 import { assertTenancy } from './tenancy.js';
@@ -81,7 +81,7 @@ export function textPages(db: Db, texts: string, workspaceId: number): AsyncGene
 async function copiedPage(db: Db, query: Knex.QueryBuilder): Promise<{ text: LentText; n: number; lastId: number }> {
   const native = query.toSQL().toNative();
   assertTenancy(native.sql); // sent around knex, so around its check too; its text before the values are written in
-  const sql = `${setLocal(LIST_READ_SETTINGS)}; copy (${inlineSql(native)}) to stdout (format binary)`;
+  const sql = `${LIST_READ_SQL}; copy (${inlineSql(native)}) to stdout (format binary)`;
   const connection = await db.client.acquireConnection();
   try {
     return await copyRows(connection, sql);
@@ -110,7 +110,7 @@ async function aggregatedPage(
   const [row] =
     db.client.config.client === 'pg'
       ? await db.transaction(async (trx) => {
-          await trx.raw(setLocal(LIST_READ_SETTINGS));
+          await trx.raw(LIST_READ_SQL);
           return aggregate(trx);
         })
       : await aggregate(db).options({ textAsBytes: true, settings: LIST_READ_SETTINGS, ...keyset });

@@ -23,4 +23,3 @@ export interface ListQuery {
 export function textsList(db: Db, texts: string, workspaceId: number): ListQuery {
   return { base: () => scoped(db, `${texts} as t`, workspaceId), idColumn: 't.id', json: 't.json' };
 }
-

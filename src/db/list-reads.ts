@@ -21,6 +21,9 @@ export function setLocalStatements(settings: Readonly<Record<string, string>>): 
 /** The same, as one simple query's text. */
 export const setLocal = (settings: Readonly<Record<string, string>>): string => setLocalStatements(settings).join('; ');
 
+/** LIST_READ_SETTINGS as one simple query's text, written once rather than on every read. */
+export const LIST_READ_SQL = setLocal(LIST_READ_SETTINGS);
+
 /**
  * The name a list read's text is prepared under, on PostgreSQL (prepared.ts settingRead) and in PGlite's thread
  * (pglite-worker.ts) alike: by its text's hash, so a text has one name wherever it runs.

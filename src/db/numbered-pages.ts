@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Db } from './database.js';
 import { settingRead } from './prepared.js';
 import type { ListQuery } from './list-query.js';
-import { LIST_READ_SETTINGS, setLocal } from './list-reads.js';
+import { LIST_READ_SETTINGS, LIST_READ_SQL, setLocal } from './list-reads.js';
 import type { CompiledSql } from './statement-shapes.js';
 
 /** Rows on a page of the app's HTML lists (the spec's page size for them). */
@@ -90,6 +90,10 @@ async function pageRows<T>(db: Db, query: Knex.QueryBuilder): Promise<T[]> {
   return rows.map((r) => JSON.parse(r.json.toString()) as T);
 }
 
+/** The list settings with sequential scans off too (listRead `indexOrder`), and as one simple query's text. */
+const INDEX_ORDER_SETTINGS: Readonly<Record<string, string>> = { ...LIST_READ_SETTINGS, enable_seqscan: 'off' };
+const INDEX_ORDER_SQL = setLocal(INDEX_ORDER_SETTINGS);
+
 /**
  * A list's read: a query's rows under the list settings (LIST_READ_SETTINGS), in one round trip, the statement
  * prepared once per connection so that a page's shape is parsed once and planned under the settings, not on every
@@ -105,8 +109,8 @@ export async function listRead<R>(db: Db, query: Knex.QueryBuilder | CompiledSql
   const statement = compiled ? db.raw(compiled.sql, compiled.bindings as Knex.RawBinding) : (query as Knex.QueryBuilder);
   const rows = async (pending: Knex.Raw | Knex.QueryBuilder): Promise<R[]> => (compiled ? (await pending).rows : await pending);
   if (db.isTransaction) return rows(statement);
-  const settings = also.indexOrder ? { ...LIST_READ_SETTINGS, enable_seqscan: 'off' } : LIST_READ_SETTINGS;
-  if (db.client.config.client === 'pg') return settingRead<R>(db, compiled?.native ?? statement.toSQL().toNative(), setLocal(settings));
+  const settings = also.indexOrder ? INDEX_ORDER_SETTINGS : LIST_READ_SETTINGS;
+  if (db.client.config.client === 'pg') return settingRead<R>(db, compiled?.native ?? statement.toSQL().toNative(), also.indexOrder ? INDEX_ORDER_SQL : LIST_READ_SQL);
   return rows(statement.options({ textAsBytes: true, settings, prepare: true }));
 }
 

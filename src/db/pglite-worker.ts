@@ -122,7 +122,6 @@ async function parsedName(sql: string): Promise<string | undefined> {
   }
 }
 
-
 /**
  * A statement of another knex connection while a transaction is open (pglite-thread.ts PgliteSessions): run inside
  * that transaction, in a savepoint made read-only and rolled back after, all in one pass nothing else can enter. A
